@@ -1,0 +1,41 @@
+"""Command line interface: ``structpred data ...``, ``structpred experiment ...``.
+
+Each subcommand group lives in the module that owns the concept and registers itself
+through a ``register(subparsers)`` function; this module only wires them together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from structpred.errors import StructpredError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from structpred.data import cli as data_cli
+
+    parser = argparse.ArgumentParser(prog="structpred", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    data_cli.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except StructpredError as exc:
+        print(f"structpred: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,13 @@
+"""Exceptions that carry a message meant for the user (printed by the CLI without a traceback)."""
+
+
+class StructpredError(Exception):
+    """Base class: every error the library raises on bad input or missing data."""
+
+
+class DataError(StructpredError):
+    """Missing raw file, checksum mismatch, malformed file or unknown dataset name."""
+
+
+class ConfigError(StructpredError):
+    """The workflow configuration does not match its schema or names unknown things."""

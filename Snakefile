@@ -1,0 +1,30 @@
+# structpred: rebuild every table and figure of the four papers from raw data.
+#   snakemake --cores N                                  (paper settings, config/config.yaml)
+#   snakemake --cores 2 --configfile config/smoke.yaml   (minutes-long CI run)
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+configfile: "config/config.yaml"
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+# The rules call the library in src/ (installed or not: the scripts put src/ on the path).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/features.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        f"{REPORT_DIR}/index.html",
+        expand(f"{REPORT_DIR}/tables/{{experiment}}.csv", experiment=config["experiments"]),
+    default_target: True

@@ -1,0 +1,1 @@
+"""One module per paper table: splits, model selection, metrics -> tidy per-split CSV rows."""

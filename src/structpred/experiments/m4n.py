@@ -1,0 +1,118 @@
+"""M4N (ICML 2020) Tables 1 and 2: M3N (BCFW), CRF (SDCA), M4N (GBCFW + SP-MP) over a lambda grid.
+
+One job = one (dataset, method, split): fit one model per lambda on the training part,
+pick lambda by the validation loss (M4N §6), report the test loss of the picked model.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+import numpy as np
+import pandas as pd
+
+from structpred.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_TABLE2_METHOD = re.compile(r"^M4N-K(?P<k>\d+)-(?P<ws>warm|cold)$")
+
+
+def table2_method(n_iter: int, warm: bool) -> str:
+    """Method label of one Table 2 configuration, e.g. ``M4N-K10-warm``."""
+    return f"M4N-K{n_iter}-{'warm' if warm else 'cold'}"
+
+
+def parse_table2_method(name: str) -> tuple[int, bool]:
+    """Inverse of :func:`table2_method`."""
+    match = _TABLE2_METHOD.match(name)
+    if not match:
+        raise ConfigError(f"not a Table 2 method label: {name!r} (expected e.g. 'M4N-K10-warm')")
+    return int(match["k"]), match["ws"] == "warm"
+
+
+def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
+                   oracle_iterations: int, warm_start: bool, random_state: int):
+    """The scikit-learn style estimator of ``method`` for a Multiclass space with ``n_labels``."""
+    from structpred.estimators import CRF, M3N, M4N
+    from structpred.outputs import Multiclass
+
+    space = {"zero_one": Multiclass.zero_one, "ordinal": Multiclass.ordinal}[loss](n_labels)
+    common = dict(loss=space.loss_matrix, lam=lam, n_passes=n_passes, random_state=random_state)
+    if method == "M3N":
+        return M3N(**common)
+    if method == "CRF":
+        return CRF(**common)
+    if method == "M4N":
+        return M4N(**common, n_iter_oracle=oracle_iterations, warm_start_oracle=warm_start)
+    raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
+
+
+def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_labels: int,
+                    lambdas, n_passes: int, oracle_iterations: int, warm_start: bool,
+                    random_state: int) -> tuple[list[dict], pd.DataFrame]:
+    """Fit one model per lambda; return per-lambda records and the history of the chosen one.
+
+    Records carry ``val_loss``, ``test_loss``, ``seconds`` and the last pass's ``gap`` (and
+    ``oracle_gap`` for M4N); the lambda with the lowest validation loss is ``selected``
+    (ties: the first in grid order).
+    """
+    records, histories, val_losses = [], [], []
+    for lam in lambdas:
+        est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
+                             oracle_iterations=oracle_iterations, warm_start=warm_start,
+                             random_state=random_state)
+        start = time.perf_counter()
+        est.fit(split["X_train"], split["y_train"], X_val=split["X_val"], y_val=split["y_val"])
+        seconds = time.perf_counter() - start
+        val_loss = est.loss(split["X_val"], split["y_val"])
+        last = est.history_.iloc[-1]
+        metrics = {"val_loss": val_loss, "test_loss": est.loss(split["X_test"], split["y_test"]),
+                   "seconds": seconds, "gap": float(last["gap"])}
+        if "oracle_gap" in est.history_:
+            metrics["oracle_gap"] = float(last["oracle_gap"])
+        log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", method, lam, val_loss,
+                 metrics["test_loss"], seconds)
+        val_losses.append(val_loss)
+        histories.append(est.history_.assign(lam=float(lam)))
+        records.append({"lam": float(lam), **metrics})
+    best = int(np.argmin(val_losses))
+    for i, rec in enumerate(records):
+        rec["selected"] = i == best
+    return records, histories[best]
+
+
+def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset: str,
+                    method: str, split: int) -> list[dict]:
+    """Tidy rows (one per lambda and metric) for :func:`structpred.experiments.results.make_rows`."""
+    rows = []
+    for rec in records:
+        for metric, value in rec.items():
+            if metric in ("lam", "selected"):
+                continue
+            rows.append({"experiment": experiment, "task": task, "dataset": dataset,
+                         "method": method, "split": split, "lam": rec["lam"],
+                         "selected": rec["selected"], "metric": metric, "value": float(value)})
+    return rows
+
+
+def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, task: str,
+            dataset: str, method: str, split_index: int, settings: dict, seed: int):
+    """Run one (experiment, dataset, method, split) job; returns (rows, history of chosen lambda)."""
+    from structpred.experiments.seeding import int_seed
+
+    if experiment == "m4n_table2":
+        n_iter, warm = parse_table2_method(method)
+        base_method, loss = "M4N", settings["loss"]
+    else:
+        n_iter, warm = settings["oracle_iterations"], settings["warm_start"]
+        base_method, loss = method, settings["tasks"][task]["loss"]
+    records, history = fit_lambda_grid(
+        split, method=base_method, loss=loss, n_labels=int(meta["n_labels"]),
+        lambdas=settings["lambdas"], n_passes=settings["n_passes"], oracle_iterations=n_iter,
+        warm_start=warm, random_state=int_seed(seed, dataset, "order", split_index))
+    rows = records_to_rows(records, experiment=experiment, task=task, dataset=dataset,
+                           method=method, split=split_index)
+    return rows, history

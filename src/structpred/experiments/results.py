@@ -1,0 +1,37 @@
+"""The per-split result file every training job writes (the workflow's path contract).
+
+``results/{experiment}/{dataset}/{method}/split{k}.csv`` holds tidy rows with the columns
+below; the report aggregates the rows with ``selected == True`` over splits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from structpred.io import atomic_open
+
+COLUMNS = ["experiment", "task", "dataset", "method", "split", "lam", "selected",
+           "metric", "value", "reference", "detail"]
+
+
+def make_rows(records: list[dict]) -> pd.DataFrame:
+    """DataFrame with exactly :data:`COLUMNS` (missing optional fields empty)."""
+    frame = pd.DataFrame.from_records(records)
+    for col in COLUMNS:
+        if col not in frame:
+            frame[col] = pd.NA
+    return frame[COLUMNS]
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write a CSV atomically with a fixed float format, so equal runs give equal bytes."""
+    with atomic_open(path, "w", newline="") as fh:
+        frame.to_csv(fh, index=False, float_format="%.10g", lineterminator="\n")
+
+
+def read_results(paths) -> pd.DataFrame:
+    """Concatenate per-split result files."""
+    frames = [pd.read_csv(p, keep_default_na=True) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else make_rows([])

@@ -1,0 +1,86 @@
+"""Random train/validation/test splits and the per-split feature files the learners read."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from structpred.errors import ConfigError
+from structpred.experiments.seeding import int_seed, rng_for
+from structpred.io import atomic_path
+
+log = logging.getLogger(__name__)
+
+
+def subsample_indices(n: int, size: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Sorted indices of ``size`` rows drawn without replacement (all rows when size is None or >= n)."""
+    if size is None or size >= n:
+        return np.arange(n)
+    return np.sort(rng.choice(n, size=size, replace=False))
+
+
+def random_split(n: int, fractions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shuffle 0..n-1 and cut it into train/validation/test parts of the given fractions.
+
+    Sizes: n_val = round(f_val n), n_test = round(f_test n), train gets the rest, so the
+    three parts always cover all rows exactly once.
+    """
+    f_train, f_val, f_test = (float(f) for f in fractions)
+    if abs(f_train + f_val + f_test - 1.0) > 1e-9:
+        raise ConfigError(f"split fractions must sum to 1, got {fractions}")
+    n_val, n_test = int(round(f_val * n)), int(round(f_test * n))
+    if n - n_val - n_test < 2 or n_val < 1 or n_test < 1:
+        raise ConfigError(f"{n} rows are too few for split fractions {fractions}")
+    perm = rng.permutation(n)
+    return perm[n_val + n_test:], perm[:n_val], perm[n_val:n_val + n_test]
+
+
+def build_split_features(
+    arrays: dict[str, np.ndarray],
+    *,
+    view: str,
+    split: int,
+    seed: int,
+    fractions,
+    n_components: int,
+    subsample: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Split (X, y) and map it through Nystrom Gaussian features fitted on the training part.
+
+    The subsample (e.g. 15000 letter rows) is drawn once per view, independently of the
+    split; each split then draws its own permutation. Returns X/y for train, val and test.
+    """
+    from structpred.features import NystromGaussian
+
+    X, y = arrays["X"], arrays["y"]
+    keep = subsample_indices(len(y), subsample, rng_for(seed, view, "subsample"))
+    X, y = X[keep], y[keep]
+    tr, va, te = random_split(len(y), fractions, rng_for(seed, view, "split", split))
+    nys = NystromGaussian(n_components=n_components, random_state=int_seed(seed, view, "nystrom", split))
+    nys.fit(X[tr])
+    return {
+        "X_train": nys.transform(X[tr]), "y_train": y[tr],
+        "X_val": nys.transform(X[va]), "y_val": y[va],
+        "X_test": nys.transform(X[te]), "y_test": y[te],
+        "index_train": keep[tr], "index_val": keep[va], "index_test": keep[te],
+    }
+
+
+def save_split(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
+    """Write the split arrays and a JSON description atomically (npz, no pickles)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+    log.info("wrote %s (%d train / %d val / %d test rows)", path,
+             len(arrays["y_train"]), len(arrays["y_val"]), len(arrays["y_test"]))
+
+
+def load_split(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
+    """Read a file written by :func:`save_split`."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != "meta"}
+        meta = json.loads(str(data["meta"]))
+    return arrays, meta

@@ -1,0 +1,1 @@
+"""Tables (CSV, HTML), figures (matplotlib) and the HTML report of the workflow."""

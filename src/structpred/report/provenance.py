@@ -1,0 +1,47 @@
+"""Where a report came from: git commit, config hash, raw-data checksums, package versions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+
+def git_commit(cwd: str | Path = ".") -> str:
+    """``git describe``-like id of the working tree ('+dirty' when it has uncommitted changes)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return commit + ("+dirty" if dirty else "")
+
+
+def config_hash(config: dict) -> str:
+    """sha256 of the canonical JSON of the configuration (first 16 hex digits)."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def raw_checksums(stamps) -> dict[str, dict[str, str]]:
+    """source -> {file: sha256} from the ``.verified`` stamps written by the fetch step."""
+    out = {}
+    for stamp in sorted(map(Path, stamps)):
+        out[stamp.parent.name] = json.loads(stamp.read_text(encoding="utf-8"))
+    return out
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and of the packages the results depend on."""
+    out = {"python": platform.python_version()}
+    for pkg in ("structpred", "numpy", "scipy", "numba", "scikit-learn", "pandas", "snakemake"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out

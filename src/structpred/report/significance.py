@@ -1,0 +1,48 @@
+"""Paired comparisons over splits (Wilcoxon signed-rank), e.g. M4N vs M3N per dataset."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from scipy.stats import wilcoxon
+
+COLUMNS = ["task", "dataset", "metric", "method_a", "method_b", "n_splits",
+           "mean_diff", "statistic", "p_value"]
+
+
+def method_pairs(methods) -> list[tuple[str, str]]:
+    """Pairs worth testing: M4N against M3N and CRF; each warm-started label against its cold twin."""
+    methods = list(dict.fromkeys(methods))
+    pairs = [("M4N", other) for other in ("M3N", "CRF") if "M4N" in methods and other in methods]
+    for m in methods:
+        twin = re.sub(r"-warm$", "-cold", m)
+        if twin != m and twin in methods:
+            pairs.append((m, twin))
+    return pairs
+
+
+def wilcoxon_pvalue(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Two-sided Wilcoxon signed-rank test of a - b; (nan, 1.0) when all differences are zero."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    if np.allclose(diff, 0.0):
+        return float("nan"), 1.0
+    res = wilcoxon(a, b, zero_method="zsplit")
+    return float(res.statistic), float(res.pvalue)
+
+
+def paired_tests(selected: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame:
+    """Wilcoxon tests over splits for every (task, dataset) and method pair, on ``metric``."""
+    rows = []
+    sel = selected[selected["metric"] == metric]
+    for (task, dataset), group in sel.groupby(["task", "dataset"], sort=False):
+        by_method = group.pivot_table(index="split", columns="method", values="value")
+        for a, b in method_pairs(group["method"]):
+            both = by_method[[a, b]].dropna()
+            stat, p = wilcoxon_pvalue(both[a].to_numpy(), both[b].to_numpy())
+            rows.append({"task": task, "dataset": dataset, "metric": metric, "method_a": a,
+                         "method_b": b, "n_splits": len(both),
+                         "mean_diff": float((both[a] - both[b]).mean()),
+                         "statistic": stat, "p_value": p})
+    return pd.DataFrame.from_records(rows, columns=COLUMNS)

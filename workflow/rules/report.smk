@@ -1,0 +1,65 @@
+# Aggregation over splits, figures, and the HTML report linking every table and figure.
+
+
+rule aggregate:
+    input:
+        lambda wc: result_files(wc.experiment),
+    output:
+        table=report(f"{REPORT_DIR}/tables/{{experiment}}.csv",
+                     caption="../report/table.rst", category="Tables"),
+        tests=f"{REPORT_DIR}/tables/{{experiment}}_tests.csv",
+    params:
+        references=config["report"]["references"],
+    log:
+        "logs/aggregate/{experiment}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        ENV
+    script:
+        "../scripts/aggregate.py"
+
+
+rule figures:
+    input:
+        f"{REPORT_DIR}/tables/{{experiment}}.csv",
+    output:
+        report(f"{REPORT_DIR}/figures/{{experiment}}.png",
+               caption="../report/figure.rst", category="Figures"),
+    log:
+        "logs/figures/{experiment}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        ENV
+    script:
+        "../scripts/figures.py"
+
+
+rule html_report:
+    input:
+        tables=expand(f"{REPORT_DIR}/tables/{{experiment}}.csv", experiment=config["experiments"]),
+        tests=expand(f"{REPORT_DIR}/tables/{{experiment}}_tests.csv", experiment=config["experiments"]),
+        figures=expand(f"{REPORT_DIR}/figures/{{experiment}}.png", experiment=config["experiments"]),
+        results=lambda wc: [f for e in config["experiments"] for f in result_files(e)],
+        stamps=lambda wc: sorted({f"{RAW_DIR}/{VIEWS[d].source}/.verified"
+                                  for e in config["experiments"] for d, _, _ in experiment_jobs(e)}),
+    output:
+        f"{REPORT_DIR}/index.html",
+    params:
+        config=config,
+        references=config["report"]["references"],
+    log:
+        "logs/report/index.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        ENV
+    script:
+        "../scripts/html_report.py"

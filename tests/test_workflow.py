@@ -53,7 +53,7 @@ def test_paper_config_dry_run(workdir):
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     assert counts["train"] == n_table1 + n_table2
-    assert counts["audit_dataset"] == 23
+    assert counts["audit_dataset"] == 24
     assert counts["html_report"] == 1
 
 
@@ -87,9 +87,9 @@ def test_smoke_workflow_end_to_end(workdir):
     assert list(audit.columns[:8]) == ["task", "dataset", "method", "metric", "mean", "std",
                                        "n_splits", "reference"]
     views = set(audit["dataset"])
-    assert len(views) == 23
+    assert len(views) == 24
     checks = audit[audit["metric"] == "checksum_ok"]
-    assert len(checks) == 23 and (checks["mean"] == 1).all()
+    assert len(checks) == 24 and (checks["mean"] == 1).all()
     iris = audit[(audit["dataset"] == "iris")].set_index("metric")
     assert (iris.loc["d", "mean"], iris.loc["n", "mean"], iris.loc["k", "mean"]) == (4, 150, 3)
 

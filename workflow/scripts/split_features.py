@@ -16,4 +16,4 @@ features = build_split_features(arrays, view=dataset, split=split, seed=s["seed"
                                 fractions=s["fractions"], n_components=s["n_components"],
                                 subsample=s["subsample"])
 save_split(snakemake.output[0], features,  # noqa: F821
-           {"dataset": dataset, "split": split, "n_labels": int(meta["k"]), **s})
+           {"dataset": dataset, "split": split, "n_labels": int(meta["parsed"][2]), **s})

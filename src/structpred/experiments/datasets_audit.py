@@ -22,7 +22,7 @@ def audit_rows(view: str, processed_path, *, raw_dir: Path) -> list[dict]:
     files = status(spec.source, Path(raw_dir) / spec.source)  # the verified cache the run used
     bad = [f"{f['file']}: {f['checksum'] or 'missing'}" for f in files if f["checksum"] != "ok"]
     checksum_ok = not bad
-    counts = info.get("class_counts")
+    counts = info.get("counts")
     balance = f"counts={'/'.join(str(int(c)) for c in counts)}" if counts is not None else "no labels"
     files_note = (f"{len(files)} raw files sha256 ok" if checksum_ok
                   else "checksum problems: " + ", ".join(bad))
@@ -30,7 +30,7 @@ def audit_rows(view: str, processed_path, *, raw_dir: Path) -> list[dict]:
     paper = spec.paper_dnk or (None, None, None)
     base = {"experiment": "datasets", "task": spec.task, "dataset": view, "method": "audit",
             "split": 0, "selected": True, "detail": detail}
-    rows = [{**base, "metric": name, "value": float(info[name]), "reference": ref}
-            for name, ref in zip(("d", "n", "k"), paper)]
+    rows = [{**base, "metric": name, "value": float("nan") if info[name] is None else float(info[name]),
+             "reference": ref} for name, ref in zip(("d", "n", "k"), paper)]
     rows.append({**base, "metric": "checksum_ok", "value": float(checksum_ok)})
     return rows

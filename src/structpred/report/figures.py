@@ -72,13 +72,11 @@ def warm_start_figure(table: pd.DataFrame, path) -> None:
 
 def audit_figure(table: pd.DataFrame, path) -> None:
     """Data audit: class fractions of every labelled dataset, one stacked bar each."""
-    counts = table[(table["metric"] == "k") & table["detail"].notna()]
+    counts = table[(table["metric"] == "k") & table["detail"].astype(str).str.startswith("counts=")]
     fig, ax = plt.subplots(figsize=(7, 0.32 * max(len(counts), 3) + 1))
     for i, (_, row) in enumerate(counts.iterrows()):
-        balance = [float(c) for c in str(row["detail"]).split("counts=")[-1].split(";")[0].split("/") if c]
-        if not balance:
-            continue
-        frac = np.array(balance) / sum(balance)
+        balance = np.array(row["detail"].split(";")[0].removeprefix("counts=").split("/"), float)
+        frac = balance / balance.sum()
         ax.barh(i, frac, left=np.concatenate([[0], np.cumsum(frac)[:-1]]),
                 color=plt.cm.tab20(np.arange(len(frac)) % 20), edgecolor="white", linewidth=0.5)
     ax.set_yticks(np.arange(len(counts)), counts["dataset"])

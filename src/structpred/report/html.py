@@ -96,23 +96,22 @@ def render_warm_start(table: pd.DataFrame, tests: pd.DataFrame) -> str:
 
 
 def render_audit(table: pd.DataFrame, tests: pd.DataFrame) -> str:
-    """A row per dataset: parsed (d, n, k), the paper's, and the audit details."""
+    """A row per dataset: parsed (d, n, k), the paper's, checksum status and the audit details."""
+    count = lambda v: "–" if pd.isna(v) else str(int(v))  # noqa: E731
     out = ["<table><tr><th class=l>dataset</th><th class=l>task</th><th>d</th><th>n</th><th>k</th>"
-           "<th class=l>details</th></tr>"]
+           "<th>sha256</th><th class=l>details</th></tr>"]
     for (dataset, task), part in table.groupby(["dataset", "task"], sort=False):
         by = part.set_index("metric")
         cells = []
         for m in ("d", "n", "k"):
-            if m not in by.index:
-                cells.append("<td>–</td>")
-                continue
             ours, ref = by.loc[m, "mean"], by.loc[m, "reference"]
             flag = "" if pd.isna(ref) or ref == ours else " <span class=diff>≠</span>"
-            paper = "" if pd.isna(ref) else f"<br><span class=paper>paper {int(ref)}</span>"
-            cells.append(f"<td>{int(ours)}{flag}{paper}</td>")
+            paper = "" if pd.isna(ref) else f"<br><span class=paper>paper {count(ref)}</span>"
+            cells.append(f"<td>{count(ours)}{flag}{paper}</td>")
+        ok = "ok" if by.loc["checksum_ok", "mean"] == 1 else "<b>MISMATCH</b>"
         detail = "; ".join(str(v) for v in part["detail"].dropna().unique())
         out.append(f"<tr><td class=l>{dataset}</td><td class=l>{task}</td>{''.join(cells)}"
-                   f"<td class=l>{html.escape(detail)}</td></tr>")
+                   f"<td>{ok}</td><td class=l>{html.escape(detail)}</td></tr>")
     return "\n".join(out + ["</table>"])
 
 

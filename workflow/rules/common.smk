@@ -53,4 +53,5 @@ def feature_settings(experiment, dataset):
     """Everything that defines a split's feature file (part of the file name's content)."""
     s = config[experiment]
     return {"fractions": s["split_fractions"], "n_components": s["nystrom"]["n_components"],
+            "whiten": s["nystrom"]["whiten"],
             "subsample": s.get("subsample", {}).get(dataset), "seed": config["seed"]}

@@ -13,7 +13,7 @@ s = snakemake.params.settings  # noqa: F821
 dataset, split = snakemake.wildcards.dataset, int(snakemake.wildcards.split)  # noqa: F821
 arrays, meta = load(snakemake.input[0])  # noqa: F821
 features = build_split_features(arrays, view=dataset, split=split, seed=s["seed"],
-                                fractions=s["fractions"], n_components=s["n_components"],
+                                fractions=s["fractions"], n_components=s["n_components"], whiten=s["whiten"],
                                 subsample=s["subsample"])
 save_split(snakemake.output[0], features,  # noqa: F821
            {"dataset": dataset, "split": split, "n_labels": int(meta["parsed"][2]), **s})

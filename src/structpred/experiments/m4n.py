@@ -40,7 +40,8 @@ def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passe
     from structpred.outputs import Multiclass
 
     space = {"zero_one": Multiclass.zero_one, "ordinal": Multiclass.ordinal}[loss](n_labels)
-    common = dict(loss=space.loss_matrix, lam=lam, n_passes=n_passes, random_state=random_state)
+    common = dict(loss=space.loss_matrix, n_labels=n_labels, lam=lam, n_passes=n_passes,
+                  random_state=random_state)
     if method == "M3N":
         return M3N(**common)
     if method == "CRF":
@@ -67,9 +68,9 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
         start = time.perf_counter()
         est.fit(split["X_train"], split["y_train"], X_val=split["X_val"], y_val=split["y_val"])
         seconds = time.perf_counter() - start
-        val_loss = est.loss(split["X_val"], split["y_val"])
+        val_loss = est.task_loss(split["X_val"], split["y_val"])
         last = est.history_.iloc[-1]
-        metrics = {"val_loss": val_loss, "test_loss": est.loss(split["X_test"], split["y_test"]),
+        metrics = {"val_loss": val_loss, "test_loss": est.task_loss(split["X_test"], split["y_test"]),
                    "seconds": seconds, "gap": float(last["gap"])}
         if "oracle_gap" in est.history_:
             metrics["oracle_gap"] = float(last["oracle_gap"])

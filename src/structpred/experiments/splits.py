@@ -46,10 +46,12 @@ def build_split_features(
     seed: int,
     fractions,
     n_components: int,
+    whiten: bool = False,
     subsample: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Split (X, y) and map it through Nystrom Gaussian features fitted on the training part.
 
+    ``whiten=False`` is the M4N reference code's map (standardised K(x, centres), no K_mm^-1/2).
     The subsample (e.g. 15000 letter rows) is drawn once per view, independently of the
     split; each split then draws its own permutation. Returns X/y for train, val and test.
     """
@@ -59,7 +61,8 @@ def build_split_features(
     keep = subsample_indices(len(y), subsample, rng_for(seed, view, "subsample"))
     X, y = X[keep], y[keep]
     tr, va, te = random_split(len(y), fractions, rng_for(seed, view, "split", split))
-    nys = NystromGaussian(n_components=n_components, random_state=int_seed(seed, view, "nystrom", split))
+    nys = NystromGaussian(n_components=n_components, whiten=whiten,
+                          random_state=int_seed(seed, view, "nystrom", split))
     nys.fit(X[tr])
     return {
         "X_train": nys.transform(X[tr]), "y_train": y[tr],

@@ -1,0 +1,180 @@
+"""M3N, CRF and M4N estimators (multiclass / ordinal outputs) on precomputed features.
+
+The estimators do not featurise: compose them with
+:class:`structpred.features.NystromGaussian` (e.g. in a sklearn Pipeline) for the
+kernel setting of M4N §6.  Labels are integers ``0..n_labels-1``; ``n_labels`` defaults
+to the size of an explicit loss matrix or to ``max(y) + 1`` (pass it explicitly when a
+training split may miss the top labels, e.g. ordinal bins).
+
+The constructor parameter ``loss`` names the task loss, so the mean task loss on data
+is the method ``task_loss(X, y)`` (an attribute and a method cannot share a name under
+the scikit-learn parameter convention); ``score(X, y) = -task_loss(X, y)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from structpred.errors import StructpredError
+from structpred.outputs.multiclass import Multiclass
+from structpred.solvers import bcfw, gbcfw, sdca
+
+
+class _LinearStructured(BaseEstimator):
+    """Shared fit/predict logic; subclasses set ``_solve`` and ``_decode``."""
+
+    def _space(self, y):
+        loss = self.loss
+        if isinstance(loss, str):
+            if self.n_labels is not None:
+                k = int(self.n_labels)
+            else:
+                yy = np.asarray(y)
+                if yy.size == 0:
+                    raise StructpredError("y is empty")
+                if not np.all(np.isfinite(yy.astype(float))):
+                    raise StructpredError("y contains NaN values")
+                k = int(np.max(yy)) + 1
+            k = max(k, 2)
+            return Multiclass.from_name(loss, k)
+        sp = Multiclass(loss)
+        if self.n_labels is not None and int(self.n_labels) != sp.k:
+            raise StructpredError(f"n_labels={self.n_labels} does not match the {sp.k}x{sp.k} loss matrix")
+        return sp
+
+    def _check_X(self, X, d=None):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise StructpredError(f"X must be 2-d (n_samples, n_features), got shape {X.shape}")
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise StructpredError(f"X must be numeric: {e}") from None
+        if not np.all(np.isfinite(X)):
+            raise StructpredError("X contains NaN or infinite values")
+        if d is not None and X.shape[1] != d:
+            raise StructpredError(f"X has {X.shape[1]} features, the model was fitted on {d}")
+        return X
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss."""
+        X = self._check_X(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise StructpredError(f"y must be 1-d with {X.shape[0]} entries, got shape {y.shape}")
+        space = self._space(y)
+        y = space.check_labels(y)
+        if (X_val is None) != (y_val is None):
+            raise StructpredError("give both X_val and y_val or neither")
+        if X_val is not None:
+            X_val = self._check_X(X_val, X.shape[1])
+            y_val = space.check_labels(np.asarray(y_val))
+            if y_val.shape[0] != X_val.shape[0]:
+                raise StructpredError("X_val and y_val have different lengths")
+        if not (float(self.lam) > 0):
+            raise StructpredError(f"lam must be positive, got {self.lam}")
+        self.space_ = space
+        self.n_labels_ = space.k
+        self.classes_ = np.arange(space.k)
+        self.n_features_in_ = X.shape[1]
+        res = self._solve(space, X, y, X_val, y_val)
+        self.coef_ = res.W
+        self.dual_ = res.mu
+        self.solver_state_ = res.state
+        self.history_ = pd.DataFrame(res.history)
+        return self
+
+    def decision_function(self, X):
+        """Scores ``v = W^T x``, shape (n, n_labels)."""
+        check_is_fitted(self, "coef_")
+        return self._check_X(X, self.n_features_in_) @ self.coef_
+
+    def predict(self, X):
+        return self._decode(self.decision_function(X))
+
+    def task_loss(self, X, y):
+        """Mean task loss (0-1 error, or mean absolute error for ``loss="ordinal"``)."""
+        check_is_fitted(self, "coef_")
+        y = self.space_.check_labels(np.asarray(y))
+        pred = self.predict(X)
+        if y.shape[0] != pred.shape[0]:
+            raise StructpredError("X and y have different lengths")
+        return float(np.mean(self.space_.loss(y, pred)))
+
+    def score(self, X, y):
+        """``-task_loss(X, y)``: greater is better (scikit-learn convention for model selection)."""
+        return -self.task_loss(X, y)
+
+    def _decode(self, V):
+        return self.space_.decode(V)
+
+
+class M3N(_LinearStructured):
+    """Max-margin Markov network / multiclass SVM with a task loss, trained by BCFW.
+
+    Objective ``(1/n) sum_i max_y' [L(y_i,y') + v_y' - v_{y_i}] + lam/2 ||W||_F^2``.
+    """
+
+    def __init__(self, loss="zero_one", lam=2**-5, n_passes=50, averaging=False,
+                 random_state=None, verbose=False, n_labels=None):
+        self.loss = loss
+        self.lam = lam
+        self.n_passes = n_passes
+        self.averaging = averaging
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_labels = n_labels
+
+    def _solve(self, space, X, y, X_val, y_val):
+        return bcfw(space, X, y, self.lam, n_passes=self.n_passes, averaging=self.averaging,
+                    random_state=self.random_state, X_val=X_val, y_val=y_val, verbose=self.verbose)
+
+
+class M4N(_LinearStructured):
+    """Max-min margin Markov network (M4N eq. 3, 10) trained by GBCFW + SP-MP."""
+
+    def __init__(self, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
+                 warm_start_oracle=True, warm_start_mix=0.1, random_state=None, verbose=False,
+                 n_labels=None):
+        self.loss = loss
+        self.warm_start_mix = warm_start_mix
+        self.lam = lam
+        self.n_passes = n_passes
+        self.n_iter_oracle = n_iter_oracle
+        self.warm_start_oracle = warm_start_oracle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_labels = n_labels
+
+    def _solve(self, space, X, y, X_val, y_val):
+        return gbcfw(space, X, y, self.lam, n_passes=self.n_passes, n_iter_oracle=self.n_iter_oracle,
+                     warm_start=self.warm_start_oracle, warm_mix=self.warm_start_mix,
+                     random_state=self.random_state,
+                     X_val=X_val, y_val=y_val, verbose=self.verbose)
+
+
+class CRF(_LinearStructured):
+    """Multinomial logistic regression (CRF) by SDCA; predictions by Bayes decoding
+    with the task loss: ``argmin_y' sum_y p(y|x) L(y, y')``."""
+
+    def __init__(self, loss="zero_one", lam=2**-5, n_passes=50, random_state=None,
+                 verbose=False, n_labels=None):
+        self.loss = loss
+        self.lam = lam
+        self.n_passes = n_passes
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_labels = n_labels
+
+    def _decode(self, V):
+        return self.space_.bayes_decode(self.space_.marginals(V))
+
+    def predict_proba(self, X):
+        return self.space_.marginals(self.decision_function(X))
+
+    def _solve(self, space, X, y, X_val, y_val):
+        return sdca(space, X, y, self.lam, n_passes=self.n_passes, random_state=self.random_state,
+                    X_val=X_val, y_val=y_val, verbose=self.verbose)

@@ -1,0 +1,5 @@
+"""Feature maps (scikit-learn transformers)."""
+
+from structpred.features.nystrom import NystromGaussian
+
+__all__ = ["NystromGaussian"]

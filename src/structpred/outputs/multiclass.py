@@ -1,0 +1,205 @@
+"""Multiclass output space: ``phi(y) = e_y in R^k``, ``L(y, y') = A[y, y']``.
+
+Covers the multi-class (0-1 loss) and ordinal regression (absolute loss ``|y - y'|``
+over ``k`` ordered bins) tasks of M4N Table 1.  The marginal polytope is the simplex.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from structpred.errors import StructpredError
+from structpred.outputs import _multiclass_kernels as K
+from structpred.outputs.base import MaxMinResult, OutputSpace
+
+
+def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
+    v = np.asarray(v, dtype=np.float64)
+    single = v.ndim == 1
+    v2 = np.atleast_2d(v)
+    if v2.ndim != 2 or v2.shape[1] != k:
+        raise StructpredError(f"scores must have shape (k,) or (n, k) with k={k}, got {v.shape}")
+    if not np.all(np.isfinite(v2)):
+        raise StructpredError("scores contain NaN or infinite values")
+    return v2, single
+
+
+class Multiclass(OutputSpace):
+    """Finite output set ``{0, ..., k-1}`` with an arbitrary loss matrix.
+
+    Parameters
+    ----------
+    loss_matrix : (k, k) array, ``loss_matrix[y, y']`` = loss of predicting ``y'`` when
+        the truth is ``y``.  Must be finite; the diagonal is usually zero.
+
+    Notes
+    -----
+    ``max_min`` runs SP-MP (M4N Algorithm 2) with entropic mirror maps on both simplices.
+    Step size (M4N Appendix G, Theorem G.1): with the l1 norm on both simplices the
+    entropy is 1-strongly convex (Pinsker), ``R^2 = log k`` for each player,
+    ``beta_11 = beta_22 = 0`` and ``beta_12 = beta_21 = max_ij |A_ij|`` (as
+    ``||A x||_inf <= max|A_ij| ||x||_1``), so ``L = max|A_ij| log k``.  Theorem G.1 uses the
+    distance-generating function normalised by ``R^2`` and ``eta = 1/(2L)``; in terms of
+    the raw (unnormalised) entropy used by our softmax steps this is
+    ``eta_raw = R^2 / (2L) = 1 / (2 max|A_ij|)``, the value the reference code uses
+    (``eta = log(k) / (2 L)``), and the averaged pair has gap ``<= 4 L / K``.
+    """
+
+    name = "multiclass"
+
+    def __init__(self, loss_matrix):
+        A = np.asarray(loss_matrix, dtype=np.float64)
+        if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 2:
+            raise StructpredError(f"loss_matrix must be square (k, k) with k >= 2, got shape {A.shape}")
+        if not np.all(np.isfinite(A)):
+            raise StructpredError("loss_matrix contains NaN or infinite values")
+        self.loss_matrix = np.ascontiguousarray(A)
+        k = A.shape[0]
+        idx = np.arange(k)
+        if np.array_equal(A, 1.0 - np.eye(k)):
+            self.kind = K.KIND_ZERO_ONE
+        elif np.array_equal(A, np.abs(idx[:, None] - idx[None, :]).astype(float)):
+            self.kind = K.KIND_ABSOLUTE
+        else:
+            self.kind = K.KIND_DENSE
+        amax = float(np.max(np.abs(A)))
+        self.lipschitz = amax * np.log(k)  # L of Theorem G.1 (l1 norms)
+        self.eta = 1.0 / (2.0 * amax) if amax > 0 else 1.0
+
+    # --- constructors --------------------------------------------------------------
+    @classmethod
+    def zero_one(cls, k: int) -> "Multiclass":
+        """0-1 loss over ``k`` classes."""
+        k = int(k)
+        if k < 2:
+            raise StructpredError(f"need at least 2 classes, got {k}")
+        return cls(1.0 - np.eye(k))
+
+    @classmethod
+    def ordinal(cls, k: int) -> "Multiclass":
+        """Absolute loss ``|y - y'|`` over ``k`` ordered bins."""
+        k = int(k)
+        if k < 2:
+            raise StructpredError(f"need at least 2 bins, got {k}")
+        idx = np.arange(k)
+        return cls(np.abs(idx[:, None] - idx[None, :]).astype(np.float64))
+
+    @classmethod
+    def from_name(cls, loss, k: int) -> "Multiclass":
+        """``loss`` in {"zero_one", "ordinal"} or an explicit (k, k) matrix."""
+        if isinstance(loss, str):
+            if loss in ("zero_one", "0-1", "multiclass", "mc"):
+                return cls.zero_one(k)
+            if loss in ("ordinal", "absolute", "ord"):
+                return cls.ordinal(k)
+            raise StructpredError(f"unknown loss {loss!r}: use 'zero_one', 'ordinal' or a (k, k) matrix")
+        sp = cls(loss)
+        if k is not None and sp.k != k:
+            raise StructpredError(f"loss matrix is {sp.k}x{sp.k} but {k} labels were requested")
+        return sp
+
+    def __repr__(self) -> str:
+        kinds = {0: "dense", 1: "zero_one", 2: "ordinal"}
+        return f"Multiclass(k={self.k}, loss={kinds[self.kind]})"
+
+    # --- basic ---------------------------------------------------------------------
+    @property
+    def k(self) -> int:
+        return self.loss_matrix.shape[0]
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.k
+
+    def check_labels(self, y) -> np.ndarray:
+        y = np.asarray(y)
+        if y.dtype.kind == "f":
+            if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+                raise StructpredError("labels must be integers in 0..k-1 (got non-integer or NaN values)")
+        elif y.dtype.kind not in "iu":
+            raise StructpredError(f"labels must be integers in 0..k-1, got dtype {y.dtype}")
+        y = y.astype(np.int64)
+        if y.size and (y.min() < 0 or y.max() >= self.k):
+            raise StructpredError(f"labels must lie in 0..{self.k - 1}, got range [{y.min()}, {y.max()}]")
+        return y
+
+    def kernel_data(self) -> tuple:
+        return (self.loss_matrix, np.int64(self.kind), float(self.eta))
+
+    def embed(self, y) -> np.ndarray:
+        y = self.check_labels(y)
+        return np.eye(self.k)[y]
+
+    def loss(self, y, y2) -> np.ndarray:
+        return self.loss_matrix[self.check_labels(y), self.check_labels(y2)]
+
+    def linear_loss(self, y, mu) -> np.ndarray:
+        """``phi(y_i)^T A mu_i`` row-wise (the linear part of the M3N dual)."""
+        y = np.atleast_1d(self.check_labels(y))
+        mu = np.atleast_2d(mu)
+        return np.einsum("ij,ij->i", self.loss_matrix[y], mu)
+
+    def min_loss(self, mu) -> np.ndarray:
+        """``min_y' phi(y')^T A mu_i`` row-wise (the concave part of the M4N dual)."""
+        return np.min(np.atleast_2d(mu) @ self.loss_matrix.T, axis=1)
+
+    # --- oracles ----------------------------------------------------------------------
+    def decode(self, v) -> np.ndarray:
+        v2, single = _as_scores(v, self.k)
+        out = np.argmax(v2, axis=1).astype(np.int64)
+        return out[0] if single else out
+
+    def loss_augmented(self, v, y) -> np.ndarray:
+        v2, single = _as_scores(v, self.k)
+        y = np.atleast_1d(self.check_labels(y))
+        if y.shape[0] != v2.shape[0]:
+            raise StructpredError(f"{v2.shape[0]} scores but {y.shape[0]} labels")
+        out = np.argmax(self.loss_matrix[y] + v2, axis=1).astype(np.int64)
+        return out[0] if single else out
+
+    def marginals(self, v) -> np.ndarray:
+        v2, single = _as_scores(v, self.k)
+        m = softmax(v2, axis=1)
+        return m[0] if single else m
+
+    def log_partition(self, v) -> np.ndarray:
+        v2, single = _as_scores(v, self.k)
+        z = logsumexp(v2, axis=1)
+        return z[0] if single else z
+
+    def bayes_decode(self, m) -> np.ndarray:
+        """``argmin_y' sum_y m_y A[y, y'] = argmin (A^T m)`` (median bin for |y-y'|)."""
+        m2, single = _as_scores(m, self.k)
+        out = np.argmin(m2 @ self.loss_matrix, axis=1).astype(np.int64)
+        return out[0] if single else out
+
+    def max_min(self, v, warm=None, n_iter: int = 20) -> MaxMinResult:
+        """SP-MP for ``max_mu min_nu nu^T A mu + v^T mu`` (M4N eq. 14, Algorithm 2).
+
+        ``warm`` is the ``state`` of a previous result (log-domain last iterates
+        ``(log mu, log nu)``, shapes like ``v``) or None for the uniform start.
+        """
+        v2, single = _as_scores(v, self.k)
+        n = v2.shape[0]
+        if warm is None:
+            lmu = np.full((n, self.k), -np.log(self.k))
+            lnu = lmu.copy()
+        else:
+            lmu = np.array(np.atleast_2d(warm[0]), dtype=np.float64, order="C")
+            lnu = np.array(np.atleast_2d(warm[1]), dtype=np.float64, order="C")
+            if lmu.shape != v2.shape or lnu.shape != v2.shape:
+                raise StructpredError("warm state does not match the scores' shape")
+        n_iter = int(n_iter)
+        if n_iter < 0:
+            raise StructpredError("n_iter must be >= 0")
+        mu = np.empty_like(v2)
+        nu = np.empty_like(v2)
+        gap = np.empty(n)
+        lo = np.empty(n)
+        up = np.empty(n)
+        K.spmp_batch(np.ascontiguousarray(v2), self.loss_matrix, self.kind, self.eta, n_iter,
+                     lmu, lnu, mu, nu, gap, lo, up)
+        if single:
+            return MaxMinResult(mu[0], nu[0], gap[0], lo[0], up[0], (lmu[0], lnu[0]))
+        return MaxMinResult(mu, nu, gap, lo, up, (lmu, lnu))

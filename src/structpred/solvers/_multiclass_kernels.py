@@ -1,0 +1,240 @@
+"""Per-pass numba kernels of the dual block solvers for the multiclass space.
+
+Model: ``v_i = W^T x_i`` with ``W`` of shape ``(d, k)`` (row-major), dual blocks
+``mu`` of shape ``(n, k)`` (rows in the simplex) and the primal-dual map
+``W = (1 / (lam n)) sum_i x_i (e_{y_i} - mu_i)^T`` (M4N §5.1), kept incrementally.
+The oracles come from :mod:`structpred.outputs._multiclass_kernels`.  A new output
+space registers its own pass kernels with the same signatures (see
+:mod:`structpred.solvers.registry`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from structpred.outputs._multiclass_kernels import loss_augmented, spmp
+
+
+@njit(cache=True)
+def _scores(X, i, W, v):
+    d, k = W.shape
+    for j in range(k):
+        v[j] = 0.0
+    for a in range(d):
+        xa = X[i, a]
+        if xa != 0.0:
+            for j in range(k):
+                v[j] += xa * W[a, j]
+
+
+@njit(cache=True)
+def _rank1(X, i, W, coef):
+    """``W += x_i coef^T``."""
+    d, k = W.shape
+    for a in range(d):
+        xa = X[i, a]
+        if xa != 0.0:
+            for j in range(k):
+                W[a, j] += xa * coef[j]
+
+
+@njit(cache=True)
+def bcfw_pass(X, y, A, W, mu, lam, order, xnorm2, t0, averaging, W_avg, ell, ell_avg):
+    """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4).
+
+    ``ell[0]`` holds ``l = (1/n) sum_i A[y_i] . mu_i`` (the linear dual term), updated in
+    place; with ``averaging`` the weighted averages (rho_t = 2/(t+2)) of W and l are
+    kept in ``W_avg`` / ``ell_avg[0]``.  Returns the new global step counter.
+    """
+    n, d = X.shape
+    k = W.shape[1]
+    v = np.empty(k)
+    coef = np.empty(k)
+    scale = 1.0 / (lam * n)
+    t = t0
+    for p in range(order.shape[0]):
+        i = order[p]
+        yi = y[i]
+        _scores(X, i, W, v)
+        s = loss_augmented(v, yi, A)
+        vmu = 0.0
+        amu = 0.0
+        nrm = 0.0
+        for j in range(k):
+            vmu += v[j] * mu[i, j]
+            amu += A[yi, j] * mu[i, j]
+            dj = -mu[i, j]
+            if j == s:
+                dj += 1.0
+            nrm += dj * dj
+        # block gap * n: <v, e_s - mu_i> + A[y_i, s] - A[y_i] . mu_i
+        g = v[s] - vmu + A[yi, s] - amu
+        denom = xnorm2[i] * nrm
+        if denom <= 0.0 or g <= 0.0:
+            gamma = 0.0
+        else:
+            gamma = lam * n * g / denom
+            if gamma > 1.0:
+                gamma = 1.0
+        if gamma > 0.0:
+            for j in range(k):
+                coef[j] = gamma * scale * mu[i, j]
+            coef[s] -= gamma * scale
+            _rank1(X, i, W, coef)
+            ell[0] += gamma * (A[yi, s] - amu) / n
+            for j in range(k):
+                mu[i, j] *= 1.0 - gamma
+            mu[i, s] += gamma
+        if averaging:
+            rho = 2.0 / (t + 2.0)
+            for a in range(d):
+                for j in range(k):
+                    W_avg[a, j] = (1.0 - rho) * W_avg[a, j] + rho * W[a, j]
+            ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
+        t += 1
+    return t
+
+
+@njit(cache=True)
+def _mix_uniform(lz, eps):
+    """``lz <- log((1 - eps) exp(lz) + eps / k)`` (keeps the warm start away from the
+    simplex boundary, bounding the Bregman distance to any vertex by ``log(k / eps)``)."""
+    k = lz.shape[0]
+    a = np.log1p(-eps)
+    b = np.log(eps / k)
+    for j in range(k):
+        x = lz[j] + a
+        m = x if x > b else b
+        lz[j] = m + np.log(np.exp(x - m) + np.exp(b - m))
+
+
+@njit(cache=True)
+def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix):
+    """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``).
+
+    The max-min oracle is SP-MP with ``n_iter`` iterations (M4N Algorithm 2); with
+    ``warm`` it starts from the per-sample state ``(LMU[i], LNU[i])`` (log of the last
+    iterates of the previous call on sample i), otherwise from the uniform pair.
+    ``gaps[i]`` receives the oracle's duality gap.  Returns the new step counter.
+    """
+    n, d = X.shape
+    k = W.shape[1]
+    v = np.empty(k)
+    coef = np.empty(k)
+    mubar = np.empty(k)
+    nubar = np.empty(k)
+    work = np.empty((6, k))
+    scale = 1.0 / (lam * n)
+    logk = -np.log(k)
+    t = t0
+    for p in range(order.shape[0]):
+        i = order[p]
+        _scores(X, i, W, v)
+        if not warm:
+            for j in range(k):
+                LMU[i, j] = logk
+                LNU[i, j] = logk
+        gap, lo, up = spmp(v, A, kind, eta, n_iter, LMU[i], LNU[i], mubar, nubar, work)
+        gaps[i] = gap
+        if warm and warm_mix > 0.0:
+            _mix_uniform(LMU[i], warm_mix)
+            _mix_uniform(LNU[i], warm_mix)
+        gamma = 2.0 * n / (t + 2.0 * n)
+        for j in range(k):
+            coef[j] = gamma * scale * (mu[i, j] - mubar[j])
+        _rank1(X, i, W, coef)
+        for j in range(k):
+            mu[i, j] = (1.0 - gamma) * mu[i, j] + gamma * mubar[j]
+        t += 1
+    return t
+
+
+@njit(cache=True)
+def _entropy_block(v, mu_i, q, out, u):
+    """Exact maximiser over the simplex of ``H(m) + v.(m - mu_i) - q/2 ||m - mu_i||^2``.
+
+    Stationarity: ``log m_j + q m_j = c_j - tau`` with ``c_j = v_j + q mu_ij - 1`` and
+    ``tau`` fixing ``sum m = 1``.  Each coordinate solves ``u + q e^u = b`` (Newton from
+    the right of the root: monotone), ``tau`` by safeguarded Newton on a bracket.
+    """
+    k = v.shape[0]
+    cmax = -1e300
+    for j in range(k):
+        u[j] = v[j] + q * mu_i[j] - 1.0  # c_j stored in u temporarily
+        if u[j] > cmax:
+            cmax = u[j]
+    c = u.copy()
+    # bracket: g(tau) = sum m_j(tau) - 1 is decreasing
+    lo = cmax - q - 1.0
+    s = 0.0
+    for j in range(k):
+        s += np.exp(c[j] - cmax)
+    hi = cmax + np.log(s)
+    tau = 0.5 * (lo + hi)
+    for it in range(100):
+        gsum = -1.0
+        dg = 0.0
+        for j in range(k):
+            b = c[j] - tau
+            # initial point to the right of the root
+            if b <= 0.0:
+                w = b                  # f(b) = q e^b >= 0
+            elif b <= q:
+                w = 0.0                # f(0) = q - b >= 0
+            else:
+                w = np.log(b / q)      # f = log(b/q) > 0
+            for _ in range(60):
+                ew = np.exp(w)
+                f = w + q * ew - b
+                step = f / (1.0 + q * ew)
+                w -= step
+                if abs(step) < 1e-14 * (1.0 + abs(w)):
+                    break
+            m = np.exp(w)
+            out[j] = m
+            gsum += m
+            dg -= m / (1.0 + q * m)
+        if abs(gsum) < 1e-13:
+            break
+        if gsum > 0.0:
+            lo = tau
+        else:
+            hi = tau
+        tn = tau - gsum / dg
+        if not (lo < tn < hi):
+            tn = 0.5 * (lo + hi)
+        if hi - lo < 1e-15 * (1.0 + abs(tau)):
+            break
+        tau = tn
+    # exact renormalisation against round-off
+    s = 0.0
+    for j in range(k):
+        s += out[j]
+    for j in range(k):
+        out[j] /= s
+
+
+@njit(cache=True)
+def sdca_pass(X, y, W, mu, lam, order, xnorm2):
+    """One pass of SDCA for the CRF (Shalev-Shwartz & Zhang 2013, exact block maximisation).
+
+    Dual: ``D(mu) = (1/n) sum_i H(mu_i) - lam/2 ||W(mu)||^2`` with Shannon entropy ``H``
+    (the conjugate of log-sum-exp).  Each block is maximised exactly (``_entropy_block``).
+    """
+    n, d = X.shape
+    k = W.shape[1]
+    v = np.empty(k)
+    coef = np.empty(k)
+    new = np.empty(k)
+    u = np.empty(k)
+    scale = 1.0 / (lam * n)
+    for p in range(order.shape[0]):
+        i = order[p]
+        _scores(X, i, W, v)
+        q = xnorm2[i] * scale
+        _entropy_block(v, mu[i], q, new, u)
+        for j in range(k):
+            coef[j] = scale * (mu[i, j] - new[j])
+            mu[i, j] = new[j]
+        _rank1(X, i, W, coef)

@@ -1,0 +1,148 @@
+"""Solvers: duality gaps, agreement with cvxpy / scikit-learn optima, determinism."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from structpred.errors import StructpredError
+from structpred.outputs import Multiclass
+from structpred.solvers import bcfw, gbcfw, m3n_objectives, sdca
+
+
+def small_problem(n=30, d=5, k=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, -1] = 1.0
+    Wt = rng.normal(size=(d, k))
+    y = np.argmax(X @ Wt + rng.normal(scale=1.5, size=(n, k)), axis=1)
+    return X, y
+
+
+def cvx_m3n(space, X, y, lam):
+    n, d = X.shape
+    k = space.k
+    W = cp.Variable((d, k))
+    V = X @ W
+    Y = np.eye(k)[y]
+    obj = cp.sum(cp.max(space.loss_matrix[y] + V, axis=1) - cp.sum(cp.multiply(Y, V), axis=1)) / n
+    prob = cp.Problem(cp.Minimize(obj + lam / 2 * cp.sum_squares(W)))
+    prob.solve(solver=cp.CLARABEL)
+    return prob.value
+
+
+def cvx_m4n(space, X, y, lam):
+    """M4N primal: max_mu min_nu nu^T A mu + v.mu = min_nu max_j (A^T nu + v)_j (LP duality)."""
+    n, d = X.shape
+    k = space.k
+    W = cp.Variable((d, k))
+    N = cp.Variable((n, k), nonneg=True)
+    V = X @ W
+    Y = np.eye(k)[y]
+    obj = cp.sum(cp.max(N @ space.loss_matrix + V, axis=1) - cp.sum(cp.multiply(Y, V), axis=1)) / n
+    prob = cp.Problem(cp.Minimize(obj + lam / 2 * cp.sum_squares(W)), [cp.sum(N, axis=1) == 1])
+    prob.solve(solver=cp.CLARABEL)
+    return prob.value
+
+
+def exact_m4n_primal(space, X, y, W, lam):
+    A = space.loss_matrix
+    k = space.k
+    V = X @ W
+    tot = 0.0
+    for i in range(X.shape[0]):
+        v = V[i]
+        r = linprog(-np.r_[v, 1.0], A_ub=np.c_[-A, np.ones(k)], b_ub=np.zeros(k),
+                    A_eq=np.r_[np.ones(k), 0.0][None], b_eq=[1.0],
+                    bounds=[(0, None)] * k + [(None, None)], method="highs")
+        tot += -r.fun - v[y[i]]
+    return tot / X.shape[0] + lam / 2 * np.sum(W * W)
+
+
+@pytest.mark.parametrize("loss", ["zero_one", "ordinal"])
+@pytest.mark.parametrize("averaging", [False, True])
+def test_bcfw_matches_cvxpy(loss, averaging):
+    X, y = small_problem()
+    sp = Multiclass.from_name(loss, 4)
+    lam = 0.1
+    res = bcfw(sp, X, y, lam, n_passes=3000 if averaging else 2000, averaging=averaging, random_state=0, tol=1e-4)
+    h = res.history[-1]
+    assert h["gap"] < 1e-3
+    ref = cvx_m3n(sp, X, y, lam)
+    assert abs(h["primal"] - ref) <= 1e-3 * abs(ref)
+    p, dual = m3n_objectives(sp, X, y, res.W, lam, 0.0)
+    assert abs(p - h["primal"]) < 1e-12
+    # weak duality along the way
+    assert all(r["dual"] <= ref + 1e-9 and r["primal"] >= ref - 1e-9 for r in res.history)
+
+
+@pytest.mark.parametrize("loss", ["zero_one", "ordinal"])
+def test_gbcfw_matches_cvxpy(loss):
+    X, y = small_problem(seed=1)
+    sp = Multiclass.from_name(loss, 4)
+    lam = 0.1
+    res = gbcfw(sp, X, y, lam, n_passes=2000, n_iter_oracle=100, warm_start=True, warm_mix=1e-9,
+                random_state=0, n_iter_eval=1000, eval_every=50, tol=5e-4)
+    h = res.history[-1]
+    assert h["gap"] < 1e-3 + 1e-12  # certified (SP-MP upper bound) - exact dual
+    ref = cvx_m4n(sp, X, y, lam)
+    exact = exact_m4n_primal(sp, X, y, res.W, lam)
+    assert ref - 1e-7 <= exact <= ref + 1e-3 * abs(ref)
+    assert h["dual"] <= ref + 1e-7
+
+
+def test_gbcfw_oracle_gap_recorded_and_warm_start_helps():
+    X, y = small_problem(n=60, seed=2)
+    sp = Multiclass.ordinal(4)
+    warm = gbcfw(sp, X, y, 0.01, n_passes=30, n_iter_oracle=10, warm_start=True, random_state=0)
+    cold = gbcfw(sp, X, y, 0.01, n_passes=30, n_iter_oracle=10, warm_start=False, random_state=0)
+    gw = np.mean([r["oracle_gap"] for r in warm.history[-5:]])
+    gc = np.mean([r["oracle_gap"] for r in cold.history[-5:]])
+    assert gw < gc
+    assert gc <= 4 * sp.lipschitz / 10 + 1e-12  # cold start obeys Theorem G.1
+
+
+@pytest.mark.parametrize("loss", ["zero_one", "ordinal"])
+def test_sdca_matches_sklearn_logreg(loss):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = small_problem(n=80, d=6, k=4, seed=3)
+    sp = Multiclass.from_name(loss, 4)  # the CRF objective does not depend on the task loss
+    n = X.shape[0]
+    lam = 0.05
+    res = sdca(sp, X, y, lam, n_passes=300, random_state=0, tol=1e-9)
+    assert res.history[-1]["gap"] < 1e-8
+    clf = LogisticRegression(C=1.0 / (lam * n), fit_intercept=False, tol=1e-12, max_iter=100000).fit(X, y)
+    from structpred.solvers import crf_objectives
+
+    ref, _ = crf_objectives(sp, X, y, clf.coef_.T, lam, res.mu)
+    assert abs(res.history[-1]["primal"] - ref) <= 1e-4 * abs(ref)
+    np.testing.assert_allclose(res.W - res.W.mean(1, keepdims=True), clf.coef_.T - clf.coef_.T.mean(1, keepdims=True), atol=1e-3)
+
+
+def test_history_keys_and_determinism():
+    X, y = small_problem()
+    sp = Multiclass.zero_one(4)
+    for f, keys in ((bcfw, {"primal", "dual", "gap"}), (sdca, {"primal", "dual", "gap"}), (gbcfw, {"oracle_gap", "primal_lower"})):
+        r1 = f(sp, X, y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=y)
+        r2 = f(sp, X, y, 0.1, n_passes=3, random_state=7)
+        np.testing.assert_array_equal(r1.W, r2.W)
+        h = r1.history
+        assert [r["pass"] for r in h] == [1, 2, 3]
+        assert keys | {"pass", "oracle_calls", "seconds", "val_loss"} <= set(h[0])
+        assert h[-1]["oracle_calls"] == 3 * X.shape[0]
+
+
+def test_solver_bad_input():
+    X, y = small_problem()
+    sp = Multiclass.zero_one(4)
+    with pytest.raises(StructpredError):
+        bcfw(sp, X, y[:-1], 0.1)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(StructpredError):
+        sdca(sp, Xn, y, 0.1)
+    with pytest.raises(StructpredError):
+        gbcfw(sp, X, y + 10, 0.1)
+    with pytest.raises(StructpredError):
+        bcfw(sp, X, y, -1.0)

@@ -1,6 +1,5 @@
 """Multiclass output space: oracles vs brute force, SP-MP vs an exact LP."""
 
-import itertools
 
 import numpy as np
 import pytest

@@ -9,8 +9,6 @@ import numpy as np
 from structpred.data.tables import rows
 from structpred.errors import DataError
 
-N_USERS, N_ITEMS, N_GENRES = 943, 1682, 19
-
 
 def parse_movielens(raw: Path) -> dict[str, np.ndarray]:
     """u.data, u.user, u.item (Latin-1).

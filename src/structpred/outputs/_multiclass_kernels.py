@@ -64,22 +64,6 @@ def rmatvec(A, kind, x, out):
 
 
 @njit(cache=True)
-def _log_normalise(z):
-    """In place ``z -= logsumexp(z)``; returns nothing."""
-    k = z.shape[0]
-    m = z[0]
-    for j in range(1, k):
-        if z[j] > m:
-            m = z[j]
-    s = 0.0
-    for j in range(k):
-        s += np.exp(z[j] - m)
-    lse = m + np.log(s)
-    for j in range(k):
-        z[j] -= lse
-
-
-@njit(cache=True)
 def _log_normalise_exp(z, out):
     """In place ``z -= logsumexp(z)`` and ``out = exp(z)`` (one exp per entry)."""
     k = z.shape[0]

@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp
 
 from structpred.errors import StructpredError
 
@@ -56,20 +55,6 @@ def make_rng(random_state):
 def init_dual(space, y):
     """``mu_i = phi(y_i)`` so that ``W(mu) = 0``."""
     return np.ascontiguousarray(space.embed(y).astype(np.float64))
-
-
-def hinge_primal(space, V, y, W, lam):
-    """M3N primal ``(1/n) sum max_y' [L(y_i,y') + v_y' - v_{y_i}] + lam/2 ||W||^2``."""
-    A = space.loss_matrix
-    n = V.shape[0]
-    aug = A[y] + V
-    h = aug.max(axis=1) - V[np.arange(n), y]
-    return float(h.mean() + 0.5 * lam * np.sum(W * W))
-
-
-def crf_primal(V, y, W, lam):
-    n = V.shape[0]
-    return float(np.mean(logsumexp(V, axis=1) - V[np.arange(n), y]) + 0.5 * lam * np.sum(W * W))
 
 
 def entropy_rows(mu):

@@ -61,3 +61,22 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
             raise RuntimeError("crash")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_job_settings_depend_only_on_the_job():
+    from structpred.experiments.m4n import job_settings
+
+    config = {"m4n_table1": {"tasks": {"mc": {"loss": "zero_one", "datasets": ["iris"]},
+                                       "ord": {"loss": "ordinal", "datasets": ["auto"]}},
+                             "methods": ["M3N", "M4N"], "lambdas": [0.5], "n_passes": 3,
+                             "oracle_iterations": 7, "warm_start": True},
+              "m4n_table2": {"task": "ord", "loss": "ordinal", "lambdas": [0.1], "n_passes": 100}}
+    assert job_settings(config, "m4n_table1", "auto", "M4N") == {
+        "task": "ord", "method": "M4N", "loss": "ordinal", "lambdas": [0.5], "n_passes": 3,
+        "oracle_iterations": 7, "warm_start": True}
+    m3n = job_settings(config, "m4n_table1", "iris", "M3N")
+    assert m3n["oracle_iterations"] is None and m3n["loss"] == "zero_one"
+    t2 = job_settings(config, "m4n_table2", "auto", "M4N-K30-cold")
+    assert (t2["oracle_iterations"], t2["warm_start"], t2["n_passes"]) == (30, False, 100)
+    with pytest.raises(ConfigError, match="not in any task"):
+        job_settings(config, "m4n_table1", "wine", "M3N")

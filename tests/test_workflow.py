@@ -102,6 +102,10 @@ def test_smoke_workflow_end_to_end(workdir):
     assert (losses[losses["dataset"] == "iris"]["mean"] < 0.25).all()
     assert losses["reference"].notna().all()
 
+    # Snakemake's own self-contained report bundles the tables and figures with captions
+    _run(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)
+    assert (workdir / "reports" / "report.html").stat().st_size > 10_000
+
     # determinism: rebuild one job from scratch, the tables must not change by a byte
     before = (workdir / "reports" / "tables" / "m4n_table1.csv").read_bytes()
     (workdir / "results" / "m4n_table1" / "iris" / "M4N" / "split0.csv").unlink()

@@ -1,7 +1,7 @@
 # Helpers shared by the rule files: which jobs exist for the configured experiments.
 from structpred.data.parsers import VIEWS
 from structpred.errors import ConfigError
-from structpred.experiments.m4n import table2_method
+from structpred.experiments.m4n import job_settings, table2_method
 
 RAW_DIR = config["data"]["raw_dir"]
 PROCESSED_DIR = config["data"]["processed_dir"]
@@ -22,31 +22,19 @@ def experiment_jobs(experiment):
         return [(v, "audit", 0) for v in check_views(config["datasets"]["views"], "datasets.views")]
     settings = config[experiment]
     if experiment == "m4n_table1":
-        datasets = [d for t in settings["tasks"].values() for d in t["datasets"]]
-        methods = settings["methods"]
+        pairs = [(d, m) for t in settings["tasks"].values() for d in t["datasets"]
+                 for m in t.get("methods", settings["methods"])]
     elif experiment == "m4n_table2":
-        datasets = settings["datasets"]
-        methods = [table2_method(k, w) for k in settings["oracle_iterations"] for w in settings["warm_start"]]
+        pairs = [(d, table2_method(k, w)) for d in settings["datasets"]
+                 for k in settings["oracle_iterations"] for w in settings["warm_start"]]
     else:
         raise ConfigError(f"unknown experiment {experiment!r}")
-    check_views(datasets, f"{experiment}.datasets")
-    return [(d, m, s) for d in datasets for m in methods for s in range(settings["n_splits"])]
+    check_views([d for d, _ in pairs], f"{experiment}.datasets")
+    return [(d, m, s) for d, m in pairs for s in range(settings["n_splits"])]
 
 
 def result_files(experiment):
     return [f"results/{experiment}/{d}/{m}/split{s}.csv" for d, m, s in experiment_jobs(experiment)]
-
-
-def task_of(experiment, dataset):
-    if experiment == "datasets":
-        return VIEWS[dataset].task
-    settings = config[experiment]
-    if experiment == "m4n_table2":
-        return settings["task"]
-    for task, spec in settings["tasks"].items():
-        if dataset in spec["datasets"]:
-            return task
-    raise ConfigError(f"{dataset} is not in any task of {experiment}")
 
 
 def feature_settings(experiment, dataset):

@@ -30,8 +30,7 @@ rule train:
     wildcard_constraints:
         experiment="m4n_table1|m4n_table2",
     params:
-        settings=lambda wc: config[wc.experiment],
-        task=lambda wc: task_of(wc.experiment, wc.dataset),
+        settings=lambda wc: job_settings(config, wc.experiment, wc.dataset, wc.method),
         seed=config["seed"],
     log:
         "logs/train/{experiment}/{dataset}/{method}/split{split}.log",

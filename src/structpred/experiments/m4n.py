@@ -99,21 +99,35 @@ def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset:
     return rows
 
 
-def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, task: str,
-            dataset: str, method: str, split_index: int, settings: dict, seed: int):
-    """Run one (experiment, dataset, method, split) job; returns (rows, history of chosen lambda)."""
-    from structpred.experiments.seeding import int_seed
-
+def job_settings(config: dict, experiment: str, dataset: str, method: str) -> dict:
+    """The settings one training job depends on (and nothing else, so that adding a dataset
+    or a task to the config does not invalidate finished jobs)."""
+    settings = config[experiment]
     if experiment == "m4n_table2":
         n_iter, warm = parse_table2_method(method)
-        base_method, loss = "M4N", settings["loss"]
-    else:
-        n_iter, warm = settings["oracle_iterations"], settings["warm_start"]
-        base_method, loss = method, settings["tasks"][task]["loss"]
+        return {"task": settings["task"], "method": "M4N", "loss": settings["loss"],
+                "lambdas": settings["lambdas"],
+                "n_passes": settings["n_passes"], "oracle_iterations": n_iter, "warm_start": warm}
+    task = next((t for t, spec in settings["tasks"].items() if dataset in spec["datasets"]), None)
+    if task is None:
+        raise ConfigError(f"{dataset} is not in any task of {experiment}")
+    return {"task": task, "method": method, "loss": settings["tasks"][task]["loss"],
+            "lambdas": settings["lambdas"], "n_passes": settings["n_passes"],
+            "oracle_iterations": settings["oracle_iterations"] if method == "M4N" else None,
+            "warm_start": settings["warm_start"] if method == "M4N" else None}
+
+
+def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,
+            method: str, split_index: int, settings: dict, seed: int):
+    """Run one (experiment, dataset, method, split) job with :func:`job_settings`'s settings;
+    returns (tidy rows, history of the chosen lambda)."""
+    from structpred.experiments.seeding import int_seed
+
     records, history = fit_lambda_grid(
-        split, method=base_method, loss=loss, n_labels=int(meta["n_labels"]),
-        lambdas=settings["lambdas"], n_passes=settings["n_passes"], oracle_iterations=n_iter,
-        warm_start=warm, random_state=int_seed(seed, dataset, "order", split_index))
-    rows = records_to_rows(records, experiment=experiment, task=task, dataset=dataset,
+        split, method=settings["method"], loss=settings["loss"], n_labels=int(meta["n_labels"]),
+        lambdas=settings["lambdas"], n_passes=settings["n_passes"],
+        oracle_iterations=settings["oracle_iterations"], warm_start=settings["warm_start"],
+        random_state=int_seed(seed, dataset, "order", split_index))
+    rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
                            method=method, split=split_index)
     return rows, history

@@ -57,7 +57,8 @@ def build_split_features(
     """
     from structpred.features import NystromGaussian
 
-    X, y = arrays["X"], arrays["y"]
+    X = arrays["X"]
+    y = arrays["Y"] if "Y" in arrays else arrays["y"]  # label rankings: (n, M) rank positions
     keep = subsample_indices(len(y), subsample, rng_for(seed, view, "subsample"))
     X, y = X[keep], y[keep]
     tr, va, te = random_split(len(y), fractions, rng_for(seed, view, "split", split))

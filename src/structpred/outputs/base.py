@@ -27,7 +27,8 @@ class MaxMinResult:
     mu, nu : averaged SP-MP iterates of the max (prediction) and min (adversary) players.
     gap : exact duality gap of the averaged pair, ``upper - lower`` (>= 0).
     value : ``lower = min_nu F(nu, mu)``, the value guaranteed by ``mu`` (lower bound on
-        the max-min value).
+        the max-min value).  ``F`` is bilinear: the loss constant ``a`` (the space's
+        ``loss_offset``) is not included.
     upper : ``max_mu F(nu_bar, mu)``, an upper bound on the max-min value.
     state : opaque warm-start state (log-domain last iterates) to pass back as ``warm``.
     """
@@ -62,6 +63,39 @@ class OutputSpace(ABC):
 
     #: short name used in error messages and registries
     name: str = "output-space"
+    #: the constant ``a`` of the affine loss ``L(y, y') = phi(y)^T A phi(y') + a``
+    loss_offset: float = 0.0
+    #: whether the exp oracle (``marginals`` / ``log_partition``) is tractable
+    supports_marginals: bool = True
+
+    @property
+    def label_shape(self) -> tuple:
+        """Shape of one output (``()`` for a class index, ``(M,)`` for a ranking); a batch
+        of ``n`` outputs has shape ``(n, *label_shape)``."""
+        return ()
+
+    @property
+    def n_labels(self) -> int:
+        """Number of labels (classes, or items being ranked)."""
+        return self.embedding_dim
+
+    def require_marginals(self) -> None:
+        """Raise a :class:`StructpredError` when the exp oracle is intractable (e.g. CRF on
+        permutations); no-op otherwise."""
+
+    def init_maxmin_state(self, n: int) -> tuple:
+        """Start state of :meth:`max_min` for ``n`` scores: a pair of ``(n, w)`` arrays, one
+        per player (default: log of the uniform distribution on the simplex)."""
+        k = self.embedding_dim
+        s = np.full((int(n), k), -np.log(k))
+        return s, s.copy()
+
+    def mix_warm_state(self, lmu, lnu, eps: float) -> None:
+        """In place: mix one sample's warm state with the start state (weight ``eps``),
+        keeping warm starts away from the boundary (see :func:`structpred.solvers.gbcfw`)."""
+        k = self.embedding_dim
+        for s in (lmu, lnu):
+            s[:k] = np.logaddexp(s[:k] + np.log1p(-eps), np.log(eps / k))
 
     @property
     @abstractmethod
@@ -92,11 +126,12 @@ class OutputSpace(ABC):
     def max_min(self, v, warm=None, n_iter: int = 20) -> MaxMinResult: ...
 
     def linear_loss(self, y, mu) -> np.ndarray:
-        """``phi(y_i)^T A mu_i`` row-wise (linear dual term of M3N)."""
+        """``phi(y_i)^T A mu_i`` row-wise (linear dual term of M3N, without ``loss_offset``)."""
         raise NotImplementedError
 
     def min_loss(self, mu) -> np.ndarray:
-        """``min_y' phi(y')^T A mu_i`` row-wise (concave dual term of M4N, M4N (D))."""
+        """``min_y' phi(y')^T A mu_i`` row-wise (concave dual term of M4N, M4N (D), without
+        ``loss_offset``)."""
         raise NotImplementedError
 
     def kernel_data(self) -> tuple:

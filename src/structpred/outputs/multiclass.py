@@ -112,6 +112,10 @@ class Multiclass(OutputSpace):
     def embedding_dim(self) -> int:
         return self.k
 
+    @property
+    def n_labels(self) -> int:
+        return self.k
+
     def check_labels(self, y) -> np.ndarray:
         y = np.asarray(y)
         if y.dtype.kind == "f":

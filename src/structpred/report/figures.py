@@ -50,7 +50,9 @@ def warm_start_figure(table: pd.DataFrame, path) -> None:
         K=table["method"].str.extract(r"-K(\d+)-")[0].astype(int),
         start=table["method"].str.extract(r"-(warm|cold)$")[0])
     datasets = list(dict.fromkeys(rows["dataset"]))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(4.5 * len(datasets), 6.5), squeeze=False)
+    fig, axes = plt.subplots(2, len(datasets), figsize=(4.5 * len(datasets), 6.5), squeeze=False,
+                             layout="constrained")
+    ks = sorted(rows["K"].unique())
     for j, dataset in enumerate(datasets):
         for i, metric in enumerate(["test_loss", "oracle_gap"]):
             ax = axes[i, j]
@@ -62,6 +64,8 @@ def warm_start_figure(table: pd.DataFrame, path) -> None:
                 ax.plot(part["K"], part["reference"], ":", color=line[0].get_color(),
                         label=f"paper, {start}")
             ax.set_xscale("log")
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.minorticks_off()
             if metric == "oracle_gap":
                 ax.set_yscale("log")
             ax.set_xlabel("SP-MP iterations K")

@@ -149,7 +149,7 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         parts.append(f"<h2 id='{name}'>{html.escape(TITLES.get(name, name))}</h2>")
         parts.append(f"<p>Tidy table: <a href='{rel(table_path)}'>{rel(table_path)}</a>"
                      + (f"; paired tests: <a href='{rel(tests_of[name])}'>{rel(tests_of[name])}</a>"
-                        if name in tests_of else "") + "</p>")
+                        if not test_table.empty else "") + "</p>")
         parts.append(render(table, test_table))
         if name in config:
             settings = yaml.safe_dump({name: config[name]}, sort_keys=False)

@@ -1,0 +1,284 @@
+"""Permutation output space: label ranking and matching (M4N Example 2.2, Appendix G.3).
+
+An output is a permutation of ``M`` labels stored as an int64 array ``y`` of length
+``M`` with ``y[j]`` = rank position of label ``j`` (0 = top), as the data layer stores
+label rankings.  The embedding is the permutation matrix ``P_y`` (``P[j, y[j]] = 1``)
+flattened row-major, so ``k = M^2`` and a score ``v`` is a flattened ``(M, M)`` matrix
+with ``v[j * M + r]`` = score of putting label ``j`` at position ``r``.
+
+Loss: normalised Hamming ``L(y, y') = (1/M) sum_j 1[y_j != y'_j] = 1 - <P_y, P_y'>/M``,
+i.e. ``A = -I/M`` and the constant ``a = 1`` (``loss_offset``).  The marginal polytope
+is the Birkhoff polytope of doubly stochastic matrices.
+
+Oracles: ``decode`` / ``loss_augmented`` / ``bayes_decode`` by the Hungarian algorithm
+(:func:`scipy.optimize.linear_sum_assignment`); ``max_min`` by SP-MP (M4N Algorithm 2)
+with the entropy of the marginals (M4N eq. 38) whose projections are log-domain
+Sinkhorn iterations (numba).  Marginal inference (``marginals``, ``log_partition``) needs
+the permanent, which is #P-hard (M4N §5.3): there is no CRF on this space.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from structpred.errors import StructpredError
+from structpred.outputs import _permutation_kernels as K
+from structpred.outputs.base import MaxMinResult, OutputSpace
+
+_NO_MARGINALS = (
+    "marginal inference on permutations (the exp oracle: marginals / log-partition of "
+    "p(y) ∝ exp <P_y, v>) needs the permanent of an M x M matrix, which is #P-hard "
+    "(Valiant 1979; M4N §5.3, App. G.3): no CRF is defined on the Permutation space; "
+    "use M3N (BCFW) or M4N (GBCFW + SP-MP with Sinkhorn projections)"
+)
+
+
+def _assign_max(S: np.ndarray) -> np.ndarray:
+    """``argmax_y sum_j S[j, y_j]`` over permutations: ``y[j]`` = column of row ``j``."""
+    _, col = linear_sum_assignment(S, maximize=True)
+    return col.astype(np.int64)
+
+
+class Permutation(OutputSpace):
+    """Permutations of ``M`` labels with the normalised Hamming loss.
+
+    Parameters
+    ----------
+    M : number of labels (``M >= 2``).
+    sinkhorn_max_iter : maximum number of Sinkhorn sweeps (one row + one column
+        normalisation) per KL projection inside SP-MP.
+    sinkhorn_tol : stop a projection once the marginals are within this max-norm error.
+
+    Notes
+    -----
+    SP-MP step size (M4N Theorem G.1).  On the Birkhoff polytope every entry is ``<= 1``,
+    so the negative entropy of the marginals ``sum P log P`` has Hessian
+    ``diag(1/P) >= I``: it is 1-strongly convex w.r.t. the Frobenius norm, with range
+    ``R^2 = max H - min H = M log M`` (uniform matrix vs a permutation).  The bilinear
+    term ``-<Q, P>/M`` has ``beta_12 = beta_21 = ||A||_2 = 1/M`` and ``beta_11 = beta_22 = 0``,
+    so ``L = R^2 / M = log M``.  With the distance-generating function normalised by
+    ``R^2`` and ``eta = 1/(2L)`` (Theorem G.1), the step on the raw entropy is
+    ``eta_raw = R^2 / (2L) = M / 2``, and the averaged pair has gap ``<= 4 log(M) / K``.
+    This is the step of the reference code (``eta = 1/2`` on the unscaled matrix ``P``,
+    i.e. ``M/2`` on the gradient ``P/M``).  ``lipschitz`` holds ``L``.
+
+    Warm start state (``MaxMinResult.state`` and the ``warm`` argument): a pair of
+    arrays, one per player, whose rows are ``[log P (M^2) | Sinkhorn potentials (4M)]``
+    (``f, g`` of the half-step and of the full-step projection).
+    """
+
+    name = "permutation"
+    loss_offset = 1.0
+    supports_marginals = False
+
+    def __init__(self, M: int, sinkhorn_max_iter: int = 50, sinkhorn_tol: float = 1e-9):
+        try:
+            M_int = int(M)
+        except (TypeError, ValueError):
+            raise StructpredError(f"M must be an integer >= 2, got {M!r}") from None
+        if M_int != M or M_int < 2:
+            raise StructpredError(f"M must be an integer >= 2, got {M!r}")
+        self.M = M_int
+        self.sinkhorn_max_iter = int(sinkhorn_max_iter)
+        self.sinkhorn_tol = float(sinkhorn_tol)
+        if self.sinkhorn_max_iter < 1 or not self.sinkhorn_tol >= 0:
+            raise StructpredError("sinkhorn_max_iter must be >= 1 and sinkhorn_tol >= 0")
+        self.eta = self.M / 2.0
+        self.lipschitz = float(np.log(self.M))
+
+    def __repr__(self) -> str:
+        return f"Permutation(M={self.M})"
+
+    # --- basic ---------------------------------------------------------------------
+    @property
+    def n_labels(self) -> int:
+        return self.M
+
+    @property
+    def k(self) -> int:
+        """Embedding dimension ``M^2`` (the width of scores and of the weight matrix)."""
+        return self.M * self.M
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.M * self.M
+
+    @property
+    def label_shape(self) -> tuple:
+        return (self.M,)
+
+    @property
+    def loss_matrix(self) -> np.ndarray:
+        """``A = -I/M`` (``k x k``); the loss is ``phi(y)^T A phi(y') + loss_offset``."""
+        return -np.eye(self.k) / self.M
+
+    def check_labels(self, y) -> np.ndarray:
+        """Validate rankings: shape ``(M,)`` or ``(n, M)``, each row a permutation of 0..M-1."""
+        y = np.asarray(y)
+        if y.dtype.kind == "f":
+            if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+                raise StructpredError("rankings must be integers (got non-integer or NaN values)")
+        elif y.dtype.kind not in "iu":
+            raise StructpredError(f"rankings must be integer arrays, got dtype {y.dtype}")
+        if y.ndim not in (1, 2) or y.shape[-1] != self.M:
+            raise StructpredError(
+                f"rankings must have shape ({self.M},) or (n, {self.M}) for M={self.M}, got {y.shape}")
+        y = y.astype(np.int64)
+        y2 = y.reshape(-1, self.M)
+        if y2.size and not np.array_equal(np.sort(y2, axis=1), np.broadcast_to(np.arange(self.M), y2.shape)):
+            bad = int(np.flatnonzero(np.any(np.sort(y2, axis=1) != np.arange(self.M), axis=1))[0])
+            raise StructpredError(
+                f"ranking row {bad} is not a permutation of 0..{self.M - 1}: {y2[bad].tolist()}")
+        return y
+
+    def kernel_data(self) -> tuple:
+        # Interpreted only by the solvers' generic (Python) pass loop, which ignores it.
+        return (None, None, float(self.eta))
+
+    def _scores(self, v) -> tuple[np.ndarray, bool]:
+        v = np.asarray(v, dtype=np.float64)
+        single = v.ndim == 1
+        v2 = np.atleast_2d(v)
+        if v2.ndim != 2 or v2.shape[1] != self.k:
+            raise StructpredError(f"scores must have shape (k,) or (n, k) with k=M^2={self.k}, got {v.shape}")
+        if not np.all(np.isfinite(v2)):
+            raise StructpredError("scores contain NaN or infinite values")
+        return v2, single
+
+    def embed(self, y) -> np.ndarray:
+        y = self.check_labels(y)
+        single = y.ndim == 1
+        y2 = y.reshape(-1, self.M)
+        out = np.zeros((y2.shape[0], self.k))
+        out[np.arange(y2.shape[0])[:, None], np.arange(self.M) * self.M + y2] = 1.0
+        return out[0] if single else out
+
+    def loss(self, y, y2) -> np.ndarray:
+        """Normalised Hamming ``mean_j 1[y_j != y2_j]``, broadcast over rows."""
+        return np.mean(self.check_labels(y) != self.check_labels(y2), axis=-1)
+
+    def linear_loss(self, y, mu) -> np.ndarray:
+        """``phi(y_i)^T A mu_i = -<P_{y_i}, mu_i>/M`` row-wise (add ``loss_offset`` for the loss)."""
+        y = self.check_labels(y).reshape(-1, self.M)
+        mu = np.atleast_2d(mu)
+        return -mu[np.arange(y.shape[0])[:, None], np.arange(self.M) * self.M + y].sum(1) / self.M
+
+    def min_loss(self, mu) -> np.ndarray:
+        """``min_y' phi(y')^T A mu_i = -max_y' <P_y', mu_i>/M`` row-wise (Hungarian)."""
+        mu = np.atleast_2d(np.asarray(mu, dtype=np.float64))
+        M = self.M
+        out = np.empty(mu.shape[0])
+        for i in range(mu.shape[0]):
+            S = mu[i].reshape(M, M)
+            out[i] = -S[np.arange(M), _assign_max(S)].sum() / M
+        return out
+
+    # --- oracles --------------------------------------------------------------------
+    def decode(self, v) -> np.ndarray:
+        """``argmax_y <P_y, v>``: linear assignment (Hungarian), ``(n, M)`` rankings."""
+        v2, single = self._scores(v)
+        M = self.M
+        out = np.empty((v2.shape[0], M), dtype=np.int64)
+        for i in range(v2.shape[0]):
+            out[i] = _assign_max(v2[i].reshape(M, M))
+        return out[0] if single else out
+
+    def loss_augmented(self, v, y) -> np.ndarray:
+        """``argmax_y' L(y, y') + <P_y', v>`` = assignment on ``v - P_y / M``."""
+        v2, single = self._scores(v)
+        y = self.check_labels(y).reshape(-1, self.M)
+        if y.shape[0] != v2.shape[0]:
+            raise StructpredError(f"{v2.shape[0]} scores but {y.shape[0]} rankings")
+        M = self.M
+        out = np.empty((v2.shape[0], M), dtype=np.int64)
+        rows = np.arange(M)
+        for i in range(v2.shape[0]):
+            S = v2[i].reshape(M, M).copy()
+            S[rows, y[i]] -= 1.0 / M
+            out[i] = _assign_max(S)
+        return out[0] if single else out
+
+    def marginals(self, v) -> np.ndarray:
+        raise StructpredError(_NO_MARGINALS)
+
+    def log_partition(self, v) -> np.ndarray:
+        raise StructpredError(_NO_MARGINALS)
+
+    def require_marginals(self) -> None:
+        raise StructpredError(_NO_MARGINALS)
+
+    def bayes_decode(self, m) -> np.ndarray:
+        """``argmin_y' sum_y m(y) L(y, y') = argmax_y' <P_y', m>`` for marginals ``m`` in the
+        Birkhoff polytope (linear assignment).  Tractable given ``m``; only computing
+        ``m`` from scores (``marginals``) is #P-hard."""
+        m2, single = self._scores(m)
+        out = self.decode(m2)
+        return out[0] if single else out
+
+    # --- max-min oracle ----------------------------------------------------------------
+    @property
+    def state_width(self) -> int:
+        return self.k + 4 * self.M
+
+    def init_maxmin_state(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Uniform doubly stochastic start ``P = Q = 11^T/M`` and zero Sinkhorn potentials."""
+        s = np.zeros((int(n), self.state_width))
+        s[:, : self.k] = -np.log(self.M)
+        return s, s.copy()
+
+    def mix_warm_state(self, lmu, lnu, eps: float) -> None:
+        """In place ``P <- (1 - eps) P + eps 11^T/M`` for both players (potentials kept)."""
+        M = self.M
+        for s in (lmu, lnu):
+            K.mix_uniform(s[: self.k].reshape(M, M), float(eps))
+
+    def _split_state(self, s, n):
+        M = self.M
+        s = np.array(np.atleast_2d(s), dtype=np.float64, order="C")
+        if s.shape != (n, self.state_width):
+            raise StructpredError(
+                f"warm state rows must have shape ({n}, {self.state_width}) = (n, M^2 + 4M), got {s.shape}")
+        return s, s[:, : self.k].reshape(n, M, M), s[:, self.k:].reshape(n, 4, M)
+
+    def max_min(self, v, warm=None, n_iter: int = 20) -> MaxMinResult:
+        """SP-MP for ``max_P min_Q -<Q, P>/M + <v, P>`` over the Birkhoff polytope (M4N eq. 37).
+
+        The constant ``a = loss_offset`` is *not* included: the M4N surrogate value is
+        ``value + loss_offset - <v, phi(y)>``.  ``warm`` is the ``state`` of a previous
+        result (log iterates and Sinkhorn potentials, see the class notes) or None for
+        the uniform start.  The returned averaged pair is exactly doubly stochastic
+        (rounded, :func:`round_birkhoff`); ``upper = max_P <v - Q_bar/M, P>`` and
+        ``value = min_Q -<Q, P_bar>/M + <v, P_bar>`` are computed exactly by the
+        Hungarian algorithm (a linear function over the Birkhoff polytope is maximised
+        at a permutation), so ``gap = upper - value`` is the exact duality gap.
+        """
+        v2, single = self._scores(v)
+        n, M = v2.shape[0], self.M
+        n_iter = int(n_iter)
+        if n_iter < 0:
+            raise StructpredError("n_iter must be >= 0")
+        if warm is None:
+            smu, snu = self.init_maxmin_state(n)
+        else:
+            smu, snu = warm
+        smu, lP, potP = self._split_state(smu, n)
+        snu, lQ, potQ = self._split_state(snu, n)
+        V3 = np.ascontiguousarray(v2.reshape(n, M, M))
+        PB = np.empty((n, M, M))
+        QB = np.empty((n, M, M))
+        K.spmp_batch(V3, self.eta, n_iter, self.sinkhorn_max_iter, self.sinkhorn_tol,
+                     lP, lQ, potP, potQ, PB, QB)
+        lo = np.empty(n)
+        up = np.empty(n)
+        rows = np.arange(M)
+        for i in range(n):
+            S = V3[i] - QB[i] / M
+            up[i] = S[rows, _assign_max(S)].sum()
+            lo[i] = -PB[i][rows, _assign_max(PB[i])].sum() / M + float(np.sum(V3[i] * PB[i]))
+        mu = PB.reshape(n, self.k)
+        nu = QB.reshape(n, self.k)
+        gap = up - lo
+        if single:
+            return MaxMinResult(mu[0], nu[0], gap[0], lo[0], up[0], (smu[0], snu[0]))
+        return MaxMinResult(mu, nu, gap, lo, up, (smu, snu))

@@ -1,10 +1,22 @@
-"""M3N, CRF and M4N estimators (multiclass / ordinal outputs) on precomputed features.
+"""M3N, CRF and M4N estimators (multiclass / ordinal / ranking outputs) on precomputed features.
 
 The estimators do not featurise: compose them with
 :class:`structpred.features.NystromGaussian` (e.g. in a sklearn Pipeline) for the
-kernel setting of M4N §6.  Labels are integers ``0..n_labels-1``; ``n_labels`` defaults
-to the size of an explicit loss matrix or to ``max(y) + 1`` (pass it explicitly when a
-training split may miss the top labels, e.g. ordinal bins).
+kernel setting of M4N §6.
+
+The output space comes from ``loss``:
+
+* a name understood by :func:`structpred.outputs.make_space`: ``"zero_one"``,
+  ``"ordinal"`` (labels are integers ``0..n_labels-1``; ``n_labels`` defaults to
+  ``max(y) + 1``, pass it explicitly when a training split may miss the top labels) or
+  ``"permutation_hamming"`` (label ranking: ``y`` is ``(n, M)`` int64, each row the rank
+  positions of the M labels; ``n_labels = M`` defaults to ``y.shape[1]``);
+* an explicit ``(k, k)`` loss matrix (a :class:`Multiclass` space);
+* an :class:`structpred.outputs.OutputSpace` instance, e.g. ``Permutation(M)``
+  (``n_labels``, if given, must match its number of labels).
+
+For ranking spaces ``predict`` returns ``(n, M)`` rankings and ``task_loss`` is the mean
+normalised Hamming loss.  CRF needs marginal inference and refuses a Permutation space.
 
 The constructor parameter ``loss`` names the task loss, so the mean task loss on data
 is the method ``task_loss(X, y)`` (an attribute and a method cannot share a name under
@@ -19,6 +31,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError
+from structpred.outputs import SPACE_NAMES, make_space
+from structpred.outputs.base import OutputSpace
 from structpred.outputs.multiclass import Multiclass
 from structpred.solvers import bcfw, gbcfw, sdca
 
@@ -28,7 +42,20 @@ class _LinearStructured(BaseEstimator):
 
     def _space(self, y):
         loss = self.loss
+        if isinstance(loss, OutputSpace):
+            if self.n_labels is not None and int(self.n_labels) != loss.n_labels:
+                raise StructpredError(f"n_labels={self.n_labels} does not match {loss!r}")
+            return loss
+        if isinstance(loss, str) and loss == "permutation_hamming":
+            yy = np.asarray(y)
+            if yy.ndim != 2:
+                raise StructpredError(f"rankings y must be 2-d (n_samples, M), got shape {yy.shape}")
+            M = int(self.n_labels) if self.n_labels is not None else yy.shape[1]
+            return make_space(loss, M)
         if isinstance(loss, str):
+            if loss not in SPACE_NAMES and loss not in ("0-1", "multiclass", "mc", "absolute", "ord"):
+                raise StructpredError(f"unknown loss {loss!r}: use one of {', '.join(SPACE_NAMES)}, "
+                                      "a (k, k) loss matrix or an OutputSpace")
             if self.n_labels is not None:
                 k = int(self.n_labels)
             else:
@@ -63,10 +90,13 @@ class _LinearStructured(BaseEstimator):
         """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss."""
         X = self._check_X(X)
         y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise StructpredError(f"y must be 1-d with {X.shape[0]} entries, got shape {y.shape}")
         space = self._space(y)
+        shape = tuple(space.label_shape)
+        if y.ndim != 1 + len(shape) or y.shape[0] != X.shape[0]:
+            want = f"1-d with {X.shape[0]} entries" if not shape else f"of shape ({X.shape[0]}, {', '.join(map(str, shape))})"
+            raise StructpredError(f"y must be {want}, got shape {y.shape}")
         y = space.check_labels(y)
+        self._check_space(space)
         if (X_val is None) != (y_val is None):
             raise StructpredError("give both X_val and y_val or neither")
         if X_val is not None:
@@ -77,8 +107,8 @@ class _LinearStructured(BaseEstimator):
         if not (float(self.lam) > 0):
             raise StructpredError(f"lam must be positive, got {self.lam}")
         self.space_ = space
-        self.n_labels_ = space.k
-        self.classes_ = np.arange(space.k)
+        self.n_labels_ = space.n_labels
+        self.classes_ = np.arange(space.n_labels)
         self.n_features_in_ = X.shape[1]
         res = self._solve(space, X, y, X_val, y_val)
         self.coef_ = res.W
@@ -87,8 +117,12 @@ class _LinearStructured(BaseEstimator):
         self.history_ = pd.DataFrame(res.history)
         return self
 
+    def _check_space(self, space):
+        """Hook: refuse spaces the method cannot train on (CRF on permutations)."""
+
     def decision_function(self, X):
-        """Scores ``v = W^T x``, shape (n, n_labels)."""
+        """Scores ``v = W^T x``, shape (n, k) with k the embedding dimension (n_labels for
+        multiclass, M^2 for rankings)."""
         check_is_fitted(self, "coef_")
         return self._check_X(X, self.n_features_in_) @ self.coef_
 
@@ -96,12 +130,13 @@ class _LinearStructured(BaseEstimator):
         return self._decode(self.decision_function(X))
 
     def task_loss(self, X, y):
-        """Mean task loss (0-1 error, or mean absolute error for ``loss="ordinal"``)."""
+        """Mean task loss (0-1 error, mean absolute error for ``loss="ordinal"``, mean
+        normalised Hamming loss for rankings)."""
         check_is_fitted(self, "coef_")
         y = self.space_.check_labels(np.asarray(y))
         pred = self.predict(X)
-        if y.shape[0] != pred.shape[0]:
-            raise StructpredError("X and y have different lengths")
+        if y.shape != pred.shape:
+            raise StructpredError(f"X and y have different lengths (or y has shape {y.shape}, expected {pred.shape})")
         return float(np.mean(self.space_.loss(y, pred)))
 
     def score(self, X, y):
@@ -168,6 +203,9 @@ class CRF(_LinearStructured):
         self.random_state = random_state
         self.verbose = verbose
         self.n_labels = n_labels
+
+    def _check_space(self, space):
+        space.require_marginals()
 
     def _decode(self, V):
         return self.space_.bayes_decode(self.space_.marginals(V))

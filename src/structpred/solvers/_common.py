@@ -37,8 +37,10 @@ def check_problem(space, X, y, lam):
     if not np.all(np.isfinite(X)):
         raise StructpredError("X contains NaN or infinite values")
     y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise StructpredError(f"y must be 1-d with {X.shape[0]} entries, got shape {y.shape}")
+    shape = tuple(getattr(space, "label_shape", ()))
+    if y.ndim != 1 + len(shape) or y.shape[0] != X.shape[0]:
+        want = f"1-d with {X.shape[0]} entries" if not shape else f"of shape ({X.shape[0]}, {', '.join(map(str, shape))})"
+        raise StructpredError(f"y must be {want}, got shape {y.shape}")
     y = np.ascontiguousarray(space.check_labels(y))
     lam = float(lam)
     if not np.isfinite(lam) or lam <= 0:

@@ -36,7 +36,8 @@ def bcfw(space, X, y, lam, n_passes=50, averaging=False, random_state=None,
     """Minimise ``(1/n) sum_i max_y' [L(y_i,y') + <v_i, phi(y') - phi(y_i)>] + lam/2 ||W||^2``.
 
     ``v_i = W^T x_i``.  Per pass the history records the primal, the dual
-    ``(1/n) sum_i phi(y_i)^T A mu_i - lam/2 ||W||^2`` and their difference, the exact
+    ``(1/n) sum_i [phi(y_i)^T A mu_i + a] - lam/2 ||W||^2`` (``a = space.loss_offset``) and
+    their difference, the exact
     duality gap (equal to the sum of the per-sample block gaps at the end-of-pass
     weights).  With ``averaging`` the reported W / objectives are those of the averaged
     iterate.  Stops early when ``gap <= tol``.  ``seconds`` is cumulative training time
@@ -51,8 +52,9 @@ def bcfw(space, X, y, lam, n_passes=50, averaging=False, random_state=None,
     W = np.zeros((d, k))
     W_avg = np.zeros((d, k)) if averaging else np.zeros((1, 1))
     mu = init_dual(space, y)
-    ell = np.zeros(1)
-    ell_avg = np.zeros(1)
+    # ell = (1/n) sum_i L(y_i, mu_i) (affine loss incl. its constant); mu_i = phi(y_i) here
+    ell = np.array([float(np.mean(space.loss(y, y)))])
+    ell_avg = ell.copy()
     xnorm2 = np.einsum("ij,ij->i", X, X)
     t = 0
     timer = PassTimer()

@@ -20,22 +20,24 @@ from structpred.solvers.registry import kernels_for
 def m4n_objectives(space, X, y, W, lam, mu, warm_state=None, n_iter=20):
     """M4N primal and dual estimates.
 
-    Dual (exact): ``(1/n) sum_i min_y' phi(y')^T A mu_i - lam/2 ||W||^2`` (M4N (D)).
-    Primal: ``(1/n) sum_i [maxmin(v_i) - v_i . phi(y_i)] + lam/2 ||W||^2`` where the
+    Dual (exact): ``(1/n) sum_i min_y' phi(y')^T A mu_i + a - lam/2 ||W||^2`` (M4N (D)).
+    Primal: ``(1/n) sum_i [maxmin(v_i) + a - v_i . phi(y_i)] + lam/2 ||W||^2`` where the
     max-min value (M4N eq. 14) is estimated by SP-MP with ``n_iter`` iterations started
     from ``warm_state`` (copied, not modified).  Returns ``(primal_upper, primal_lower,
     dual)``: the SP-MP upper bound makes ``primal_upper - dual`` a certified upper bound
     on the true duality gap; ``primal_lower`` uses the value of the averaged ``mu``.
+    ``a = space.loss_offset`` is the constant of the affine loss (0 for Multiclass).
     """
     V = X @ W
     n = V.shape[0]
     warm = None if warm_state is None else (warm_state[0].copy(), warm_state[1].copy())
     res = space.max_min(V, warm=warm, n_iter=n_iter)
-    vy = V[np.arange(n), y]
+    vy = np.einsum("ij,ij->i", V, np.atleast_2d(space.embed(y)))
+    a = float(space.loss_offset)
     reg = 0.5 * lam * float(np.sum(W * W))
-    up = float(np.mean(res.upper - vy)) + reg
-    lo = float(np.mean(res.value - vy)) + reg
-    dual = float(np.mean(space.min_loss(mu))) - reg
+    up = float(np.mean(res.upper - vy)) + a + reg
+    lo = float(np.mean(res.value - vy)) + a + reg
+    dual = float(np.mean(space.min_loss(mu))) + a - reg
     return up, lo, dual
 
 
@@ -76,8 +78,7 @@ def gbcfw(space, X, y, lam, n_passes=50, n_iter_oracle=20, warm_start=True, rand
     k = space.embedding_dim
     W = np.zeros((d, k))
     mu = init_dual(space, y)
-    LMU = np.full((n, k), -np.log(k))
-    LNU = LMU.copy()
+    LMU, LNU = space.init_maxmin_state(n)
     gaps = np.zeros(n)
     t = 0
     timer = PassTimer()

@@ -1,17 +1,20 @@
-"""Which numba pass kernels serve which output space.
+"""Which pass kernels serve which output space.
 
 Solvers are generic Python drivers (ordering, objectives, history); the per-sample
-hot loop is a numba kernel registered here per output-space type, composed from the
-space's own jitted oracles (``loss_augmented``, ``spmp``...).  Numba cannot cache
-kernels that receive other jitted functions as arguments or closures, so the
-composition is done statically, one module per space.  A new space (Chain,
-Permutation...) adds its kernel module and one entry below; the drivers in
+hot loop is either a numba kernel registered here per output-space type, composed from
+the space's own jitted oracles (``loss_augmented``, ``spmp``...), or the generic
+Python-level loop of :mod:`structpred.solvers._generic_kernels`, which calls the
+space's public oracles one sample at a time (used by :class:`Permutation`, whose
+Hungarian step runs in scipy, and by any space that has no numba kernels).  Numba cannot
+cache kernels that receive other jitted functions as arguments or closures, so the
+numba composition is done statically, one module per space.  The drivers in
 ``bcfw.py`` / ``gbcfw.py`` / ``sdca.py`` stay unchanged.
 """
 
 from __future__ import annotations
 
 from structpred.errors import StructpredError
+from structpred.outputs.base import OutputSpace
 
 
 def kernels_for(space):
@@ -21,4 +24,8 @@ def kernels_for(space):
         from structpred.solvers import _multiclass_kernels
 
         return _multiclass_kernels
-    raise StructpredError(f"no solver kernels registered for output space {type(space).__name__}")
+    if isinstance(space, OutputSpace):
+        from structpred.solvers._generic_kernels import GenericKernels
+
+        return GenericKernels(space)
+    raise StructpredError(f"no solver kernels for {type(space).__name__}: not an OutputSpace")

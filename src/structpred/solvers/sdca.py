@@ -35,6 +35,7 @@ def sdca(space, X, y, lam, n_passes=50, random_state=None, X_val=None, y_val=Non
     History: primal, dual, exact gap, oracle_calls (marginal computations), seconds.
     ``predict`` maps rows to outputs for the validation loss (default Bayes decoding).
     """
+    space.require_marginals()
     X, y, lam = check_problem(space, X, y, lam)
     kern = kernels_for(space)
     rng = make_rng(random_state)

@@ -69,11 +69,12 @@ def test_job_settings_depend_only_on_the_job():
     config = {"m4n_table1": {"tasks": {"mc": {"loss": "zero_one", "datasets": ["iris"]},
                                        "ord": {"loss": "ordinal", "datasets": ["auto"]}},
                              "methods": ["M3N", "M4N"], "lambdas": [0.5], "n_passes": 3,
-                             "oracle_iterations": 7, "warm_start": True},
-              "m4n_table2": {"task": "ord", "loss": "ordinal", "lambdas": [0.1], "n_passes": 100}}
+                             "oracle_iterations": 7, "warm_start": True, "eval_every": 2},
+              "m4n_table2": {"task": "ord", "loss": "ordinal", "lambdas": [0.1], "n_passes": 100,
+                             "eval_every": 10}}
     assert job_settings(config, "m4n_table1", "auto", "M4N") == {
         "task": "ord", "method": "M4N", "loss": "ordinal", "lambdas": [0.5], "n_passes": 3,
-        "oracle_iterations": 7, "warm_start": True}
+        "oracle_iterations": 7, "warm_start": True, "eval_every": 2}
     m3n = job_settings(config, "m4n_table1", "iris", "M3N")
     assert m3n["oracle_iterations"] is None and m3n["loss"] == "zero_one"
     t2 = job_settings(config, "m4n_table2", "auto", "M4N-K30-cold")

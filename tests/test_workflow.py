@@ -47,7 +47,7 @@ def _run(args, cwd, check=True):
 def test_paper_config_dry_run(workdir):
     out = _run(["-n", "--cores", "2"], workdir).stdout
     # one training job per (experiment, dataset, method, split) of the paper config
-    n_table1 = 12 * 3 * 14
+    n_table1 = 12 * 3 * 14 + 5 * 2 * 14  # mc + ord with 3 methods, rankings with M3N and M4N
     n_table2 = 2 * 8 * 14
     assert f"train{' ' * 1}" in out or "train" in out
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
@@ -96,6 +96,7 @@ def test_smoke_workflow_end_to_end(workdir):
     table1 = pd.read_csv(workdir / "reports" / "tables" / "m4n_table1.csv")
     losses = table1[table1["metric"] == "test_loss"]
     assert set(losses["method"]) == {"M3N", "CRF", "M4N"}
+    assert set(losses[losses["task"] == "rnk"]["method"]) == {"M3N", "M4N"}
     assert (losses["n_splits"] == 2).all()
     assert losses["mean"].between(0, 9).all()
     # iris is easy: every method must beat chance (2/3 error) by far even in the smoke run

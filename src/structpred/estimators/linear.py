@@ -169,12 +169,17 @@ class M3N(_LinearStructured):
 
 
 class M4N(_LinearStructured):
-    """Max-min margin Markov network (M4N eq. 3, 10) trained by GBCFW + SP-MP."""
+    """Max-min margin Markov network (M4N eq. 3, 10) trained by GBCFW + SP-MP.
+
+    ``eval_every``: the primal objective (one extra oracle pass) is evaluated and recorded in
+    ``history_`` every that many passes and at the last; training is the same either way.
+    """
 
     def __init__(self, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
                  warm_start_oracle=True, warm_start_mix=0.1, random_state=None, verbose=False,
-                 n_labels=None):
+                 n_labels=None, eval_every=1):
         self.loss = loss
+        self.eval_every = eval_every
         self.warm_start_mix = warm_start_mix
         self.lam = lam
         self.n_passes = n_passes
@@ -187,7 +192,7 @@ class M4N(_LinearStructured):
     def _solve(self, space, X, y, X_val, y_val):
         return gbcfw(space, X, y, self.lam, n_passes=self.n_passes, n_iter_oracle=self.n_iter_oracle,
                      warm_start=self.warm_start_oracle, warm_mix=self.warm_start_mix,
-                     random_state=self.random_state,
+                     random_state=self.random_state, eval_every=self.eval_every,
                      X_val=X_val, y_val=y_val, verbose=self.verbose)
 
 

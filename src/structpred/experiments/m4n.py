@@ -34,26 +34,26 @@ def parse_table2_method(name: str) -> tuple[int, bool]:
 
 
 def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
-                   oracle_iterations: int, warm_start: bool, random_state: int):
-    """The scikit-learn style estimator of ``method`` for a Multiclass space with ``n_labels``."""
+                   oracle_iterations: int, warm_start: bool, random_state: int, eval_every: int = 1):
+    """The scikit-learn style estimator of ``method`` for the output space named by ``loss``
+    (:func:`structpred.outputs.make_space`) with ``n_labels`` labels."""
     from structpred.estimators import CRF, M3N, M4N
-    from structpred.outputs import Multiclass
 
-    space = {"zero_one": Multiclass.zero_one, "ordinal": Multiclass.ordinal}[loss](n_labels)
-    common = dict(loss=space.loss_matrix, n_labels=n_labels, lam=lam, n_passes=n_passes,
+    common = dict(loss=loss, n_labels=n_labels, lam=lam, n_passes=n_passes,
                   random_state=random_state)
     if method == "M3N":
         return M3N(**common)
     if method == "CRF":
         return CRF(**common)
     if method == "M4N":
-        return M4N(**common, n_iter_oracle=oracle_iterations, warm_start_oracle=warm_start)
+        return M4N(**common, n_iter_oracle=oracle_iterations, warm_start_oracle=warm_start,
+                   eval_every=eval_every)
     raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
 
 
 def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_labels: int,
                     lambdas, n_passes: int, oracle_iterations: int, warm_start: bool,
-                    random_state: int) -> tuple[list[dict], pd.DataFrame]:
+                    random_state: int, eval_every: int = 1) -> tuple[list[dict], pd.DataFrame]:
     """Fit one model per lambda; return per-lambda records and the history of the chosen one.
 
     Records carry ``val_loss``, ``test_loss``, ``seconds`` and the last pass's ``gap`` (and
@@ -64,7 +64,7 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
     for lam in lambdas:
         est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
                              oracle_iterations=oracle_iterations, warm_start=warm_start,
-                             random_state=random_state)
+                             random_state=random_state, eval_every=eval_every)
         start = time.perf_counter()
         est.fit(split["X_train"], split["y_train"], X_val=split["X_val"], y_val=split["y_val"])
         seconds = time.perf_counter() - start
@@ -106,15 +106,16 @@ def job_settings(config: dict, experiment: str, dataset: str, method: str) -> di
     if experiment == "m4n_table2":
         n_iter, warm = parse_table2_method(method)
         return {"task": settings["task"], "method": "M4N", "loss": settings["loss"],
-                "lambdas": settings["lambdas"],
-                "n_passes": settings["n_passes"], "oracle_iterations": n_iter, "warm_start": warm}
+                "lambdas": settings["lambdas"], "n_passes": settings["n_passes"],
+                "oracle_iterations": n_iter, "warm_start": warm, "eval_every": settings["eval_every"]}
     task = next((t for t, spec in settings["tasks"].items() if dataset in spec["datasets"]), None)
     if task is None:
         raise ConfigError(f"{dataset} is not in any task of {experiment}")
     return {"task": task, "method": method, "loss": settings["tasks"][task]["loss"],
             "lambdas": settings["lambdas"], "n_passes": settings["n_passes"],
             "oracle_iterations": settings["oracle_iterations"] if method == "M4N" else None,
-            "warm_start": settings["warm_start"] if method == "M4N" else None}
+            "warm_start": settings["warm_start"] if method == "M4N" else None,
+            "eval_every": settings["eval_every"] if method == "M4N" else None}
 
 
 def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,
@@ -127,7 +128,8 @@ def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, datase
         split, method=settings["method"], loss=settings["loss"], n_labels=int(meta["n_labels"]),
         lambdas=settings["lambdas"], n_passes=settings["n_passes"],
         oracle_iterations=settings["oracle_iterations"], warm_start=settings["warm_start"],
-        random_state=int_seed(seed, dataset, "order", split_index))
+        random_state=int_seed(seed, dataset, "order", split_index),
+        eval_every=settings.get("eval_every") or 1)
     rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
                            method=method, split=split_index)
     return rows, history

@@ -101,3 +101,29 @@ def test_references_reject_duplicates(tmp_path):
     path.write_text("m4n_table1:\n" + row + row)
     with pytest.raises(ConfigError, match="duplicate"):
         load_references(path, "m4n_table1")
+
+
+def test_index_links_tables_figures_and_prints_departures(tmp_path, refs):
+    import json
+
+    from structpred.report.html import write_index
+
+    results = tmp_path / "split0.csv"
+    write_csv(make_rows(_rows([0.1], "M3N") + _rows([0.05], "M4N")), results)
+    table, tests = tmp_path / "tables" / "m4n_table1.csv", tmp_path / "tables" / "m4n_table1_tests.csv"
+    aggregate_files([results], refs, table, tests)
+    figure = tmp_path / "figures" / "m4n_table1.png"
+    figure.parent.mkdir()
+    figure.write_bytes(b"png")
+    stamp = tmp_path / "raw" / "iris" / ".verified"
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text(json.dumps({"iris.data": "6f608b71"}))
+    config = {"name": "unit", "m4n_table1": {"departures": ["centres fitted on train only"]}}
+    out = tmp_path / "index.html"
+    write_index(out, config=config, tables=[table], tests=[tests], figures=[figure],
+                stamps=[stamp], references=refs, results=[results])
+    page = out.read_text()
+    assert "href='tables/m4n_table1.csv'" in page and "src='figures/m4n_table1.png'" in page
+    assert "centres fitted on train only" in page
+    assert "6f608b71" in page and "unit" in page
+    assert "paper 3.33%" in page

@@ -150,6 +150,10 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         parts.append(f"<p>Tidy table: <a href='{rel(table_path)}'>{rel(table_path)}</a>"
                      + (f"; paired tests: <a href='{rel(tests_of[name])}'>{rel(tests_of[name])}</a>"
                         if not test_table.empty else "") + "</p>")
+        departures = config.get(name, {}).get("departures", []) if isinstance(config.get(name), dict) else []
+        if departures:
+            parts.append("<p>Departures from the paper:</p><ul>"
+                         + "".join(f"<li>{html.escape(d)}</li>" for d in departures) + "</ul>")
         parts.append(render(table, test_table))
         if name in config:
             settings = yaml.safe_dump({name: config[name]}, sort_keys=False)

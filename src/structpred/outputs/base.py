@@ -17,6 +17,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from structpred.errors import StructpredError
+
+
+def as_int_labels(y, what: str) -> np.ndarray:
+    """``y`` as int64, refusing NaN, non-integer floats and non-numeric dtypes (``what`` names them)."""
+    y = np.asarray(y)
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+            raise StructpredError(f"{what} must be integers (got non-integer or NaN values)")
+    elif y.dtype.kind not in "iu":
+        raise StructpredError(f"{what} must be integers, got dtype {y.dtype}")
+    return y.astype(np.int64)
+
 
 @dataclass
 class MaxMinResult:

@@ -11,7 +11,7 @@ from scipy.special import logsumexp, softmax
 
 from structpred.errors import StructpredError
 from structpred.outputs import _multiclass_kernels as K
-from structpred.outputs.base import MaxMinResult, OutputSpace
+from structpred.outputs.base import MaxMinResult, OutputSpace, as_int_labels
 
 
 def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
@@ -117,13 +117,7 @@ class Multiclass(OutputSpace):
         return self.k
 
     def check_labels(self, y) -> np.ndarray:
-        y = np.asarray(y)
-        if y.dtype.kind == "f":
-            if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
-                raise StructpredError("labels must be integers in 0..k-1 (got non-integer or NaN values)")
-        elif y.dtype.kind not in "iu":
-            raise StructpredError(f"labels must be integers in 0..k-1, got dtype {y.dtype}")
-        y = y.astype(np.int64)
+        y = as_int_labels(y, "labels in 0..k-1")
         if y.size and (y.min() < 0 or y.max() >= self.k):
             raise StructpredError(f"labels must lie in 0..{self.k - 1}, got range [{y.min()}, {y.max()}]")
         return y

@@ -24,7 +24,7 @@ from scipy.optimize import linear_sum_assignment
 
 from structpred.errors import StructpredError
 from structpred.outputs import _permutation_kernels as K
-from structpred.outputs.base import MaxMinResult, OutputSpace
+from structpred.outputs.base import MaxMinResult, OutputSpace, as_int_labels
 
 _NO_MARGINALS = (
     "marginal inference on permutations (the exp oracle: marginals / log-partition of "
@@ -120,16 +120,10 @@ class Permutation(OutputSpace):
 
     def check_labels(self, y) -> np.ndarray:
         """Validate rankings: shape ``(M,)`` or ``(n, M)``, each row a permutation of 0..M-1."""
-        y = np.asarray(y)
-        if y.dtype.kind == "f":
-            if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
-                raise StructpredError("rankings must be integers (got non-integer or NaN values)")
-        elif y.dtype.kind not in "iu":
-            raise StructpredError(f"rankings must be integer arrays, got dtype {y.dtype}")
+        y = as_int_labels(y, "rankings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.M:
             raise StructpredError(
                 f"rankings must have shape ({self.M},) or (n, {self.M}) for M={self.M}, got {y.shape}")
-        y = y.astype(np.int64)
         y2 = y.reshape(-1, self.M)
         if y2.size and not np.array_equal(np.sort(y2, axis=1), np.broadcast_to(np.arange(self.M), y2.shape)):
             bad = int(np.flatnonzero(np.any(np.sort(y2, axis=1) != np.arange(self.M), axis=1))[0])

@@ -29,7 +29,6 @@ def m4n_objectives(space, X, y, W, lam, mu, warm_state=None, n_iter=20):
     ``a = space.loss_offset`` is the constant of the affine loss (0 for Multiclass).
     """
     V = X @ W
-    n = V.shape[0]
     warm = None if warm_state is None else (warm_state[0].copy(), warm_state[1].copy())
     res = space.max_min(V, warm=warm, n_iter=n_iter)
     vy = np.einsum("ij,ij->i", V, np.atleast_2d(space.embed(y)))

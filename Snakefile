@@ -20,6 +20,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/agm.smk"
 include: "workflow/rules/report.smk"
 
 

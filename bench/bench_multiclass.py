@@ -25,6 +25,7 @@ import numpy as np
 from structpred.data.acquire import fetch
 from structpred.data.parsers import parse_view
 from structpred.features import NystromGaussian
+from structpred.features.joint import joint_map
 from structpred.outputs import Multiclass
 from structpred.solvers import bcfw, crf_objectives, m3n_objectives, sdca
 
@@ -76,7 +77,7 @@ def main():
         t0 = time.perf_counter()
         svc = LinearSVC(multi_class="crammer_singer", C=C, fit_intercept=False, max_iter=100000).fit(X, y)
         t_lib = time.perf_counter() - t0
-    p_lib, _ = m3n_objectives(sp, X, y, svc.coef_.T, lam, 0.0)
+    p_lib, _ = m3n_objectives(sp, joint_map(sp, X), y, svc.coef_.T, lam, 0.0)
     target = p_lib * (1 + 1e-3)
     t_ours, passes, wall, p_ours = time_to_target(
         lambda m, tg: bcfw(sp, X, y, lam, n_passes=m, random_state=0, tol=None), target, args.max_passes)
@@ -90,7 +91,7 @@ def main():
         t0 = time.perf_counter()
         lr = LogisticRegression(C=C, fit_intercept=False, max_iter=100000).fit(X, y)
         t_lbfgs = time.perf_counter() - t0
-    p_lr, _ = crf_objectives(sp, X, y, lr.coef_.T, lam, np.eye(26)[y])
+    p_lr, _ = crf_objectives(sp, joint_map(sp, X), y, lr.coef_.T, lam, np.eye(26)[y])
     target = p_lr * (1 + 1e-3)
     t_ours, passes, wall, p_ours = time_to_target(
         lambda m, tg: sdca(sp, X, y, lam, n_passes=m, random_state=0), target, min(args.max_passes, 100))

@@ -12,6 +12,7 @@ from sklearn.base import clone
 
 from structpred.errors import StructpredError
 from structpred.estimators import CRF, M3N, M4N
+from structpred.features.joint import joint_map
 from structpred.outputs import Multiclass, Permutation, make_space
 from structpred.outputs import _permutation_kernels as PK
 from structpred.solvers import bcfw, gbcfw, m3n_objectives, sdca
@@ -280,7 +281,7 @@ def test_bcfw_permutation_matches_cvxpy(averaging):
     ref = cvx_m3n_perm(X, Y, lam, M)
     assert abs(h["primal"] - ref) <= 1e-3 * abs(ref)
     assert all(r["dual"] <= ref + 1e-7 and r["primal"] >= ref - 1e-7 for r in res.history)
-    p, _ = m3n_objectives(sp, X, Y, res.W, lam, 0.0)
+    p, _ = m3n_objectives(sp, joint_map(sp, X), Y, res.W, lam, 0.0)
     assert abs(p - h["primal"]) < 1e-12
     # dual blocks stay in the Birkhoff polytope
     mu3 = res.mu.reshape(-1, M, M)

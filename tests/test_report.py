@@ -9,9 +9,9 @@ from scipy.stats import wilcoxon
 
 from structpred.experiments.results import make_rows, read_results, write_csv
 from structpred.report.aggregate import aggregate, aggregate_files
-from structpred.report.html import render_losses
+from structpred.report.html import EMOTION_LOSSES, render_emotion, render_losses
 from structpred.report.references import load_references
-from structpred.report.significance import method_pairs, paired_tests, wilcoxon_pvalue
+from structpred.report.significance import best_tests, method_pairs, paired_tests, wilcoxon_pvalue
 
 
 def _rows(values, method, dataset="iris", lam_selected=0.5):
@@ -127,3 +127,167 @@ def test_index_links_tables_figures_and_prints_departures(tmp_path, refs):
     assert "centres fitted on train only" in page
     assert "6f608b71" in page and "unit" in page
     assert "paper 3.33%" in page
+
+
+# ---- AGM Table 1 (agm_emotion): best-or-not-significantly-worse tests, table, figure ----
+
+SPLITS = np.arange(20)
+AGM_VALUES = 0.30 + 0.005 * SPLITS
+WORSE = AGM_VALUES + 0.05 + 0.001 * SPLITS  # worse on every split: exact p = 2 / 2**20
+# differences -1, +2, -3, ..., +20 (x 0.001): worse on average by 0.0005, W = 100, p = 0.869
+NEAR_TIE = AGM_VALUES + 0.001 * np.arange(1, 21) * np.where(SPLITS % 2 == 0, -1, 1)
+
+
+def _emotion_rows(values, method, metric="zero_one"):
+    return [dict(experiment="agm_emotion", task="emotion", dataset="ck", method=method, split=split,
+                 lam=0.01, selected=True, metric=metric, value=v) for split, v in enumerate(values)]
+
+
+def _emotion_results():
+    rows = (_emotion_rows(AGM_VALUES, "AGM") + _emotion_rows(WORSE, "CRF")
+            + _emotion_rows(NEAR_TIE, "SSVM")
+            # on the absolute loss CRF is the best and AGM clearly worse
+            + _emotion_rows(WORSE, "AGM", "absolute") + _emotion_rows(AGM_VALUES, "CRF", "absolute"))
+    return make_rows(rows)
+
+
+def test_best_tests_bold_is_best_or_not_significantly_worse():
+    tests = best_tests(_emotion_results())
+    assert list(tests.columns) == ["task", "dataset", "metric", "method_a", "method_b", "n_splits",
+                                   "mean_diff", "statistic", "p_value", "bold"]
+    by = tests.set_index(["metric", "method_a"])
+    assert set(tests.loc[tests["metric"] == "zero_one", "method_b"]) == {"AGM"}
+    best = by.loc[("zero_one", "AGM")]
+    assert (best["p_value"], bool(best["bold"]), best["mean_diff"], best["n_splits"]) == (1.0, True, 0.0, 20)
+    worse = by.loc[("zero_one", "CRF")]
+    assert worse["p_value"] == pytest.approx(2 / 2**20)
+    assert worse["mean_diff"] == pytest.approx(0.05 + 0.001 * 9.5)
+    assert not worse["bold"]
+    tie = by.loc[("zero_one", "SSVM")]
+    assert tie["p_value"] == pytest.approx(0.8694877624511719)
+    assert tie["p_value"] == pytest.approx(wilcoxon(NEAR_TIE, AGM_VALUES, zero_method="zsplit").pvalue)
+    assert tie["mean_diff"] == pytest.approx(0.0005)
+    assert tie["statistic"] == pytest.approx(100.0)
+    assert bool(tie["bold"])
+    # the best is chosen per metric
+    assert by.loc[("absolute", "CRF"), "method_b"] == "CRF" and bool(by.loc[("absolute", "CRF"), "bold"])
+    assert by.loc[("absolute", "AGM"), "method_b"] == "CRF" and not by.loc[("absolute", "AGM"), "bold"]
+    assert len(tests) == 5
+
+
+def test_best_tests_pairs_only_common_splits():
+    results = make_rows(_emotion_rows(AGM_VALUES, "AGM") + _emotion_rows(WORSE[:6], "CRF"))
+    row = best_tests(results).set_index("method_a").loc["CRF"]
+    assert row["n_splits"] == 6
+    assert row["p_value"] == pytest.approx(wilcoxon(WORSE[:6], AGM_VALUES[:6]).pvalue)  # 2 / 2**6
+    assert row["p_value"] == pytest.approx(0.03125)
+    assert not row["bold"]
+
+
+def _emotion_table():
+    rows = []
+    for metric in EMOTION_LOSSES:
+        rows.append(dict(method="M4N", metric=metric, mean=0.31, std=0.02, reference=np.nan))
+        rows.append(dict(method="CRF", metric=metric, mean=0.40, std=0.03, reference=0.32))
+        rows.append(dict(method="AGM", metric=metric, mean=0.30, std=0.01, reference=0.33))
+    table = pd.DataFrame(rows).assign(task="emotion", dataset="ck", n_splits=20)
+    tests = pd.DataFrame([dict(task="emotion", dataset="ck", metric=metric, method_a=m, method_b="AGM",
+                               p_value=p, bold=bold)
+                          for metric in EMOTION_LOSSES
+                          for m, p, bold in [("AGM", 1.0, True), ("M4N", 0.2, True),
+                                             ("CRF", 0.01 if metric != "squared" else 0.3,
+                                              metric == "squared")]])
+    return table, tests
+
+
+def test_render_emotion_layout_bold_average_and_count():
+    table, tests = _emotion_table()
+    page = render_emotion(table, tests)
+    labels = ["zero-one, unweighted", "absolute, unweighted", "squared, unweighted",
+              "zero-one, weighted", "absolute, weighted", "squared, weighted"]
+    positions = [page.index(f"<td class=l>{label}</td>") for label in labels]
+    assert positions == sorted(positions)  # the paper's row order
+    assert "<th>AGM</th><th>CRF</th><th>M4N</th>" in page  # paper's column order, SSVM absent
+    assert page.count("<b>0.300 ± 0.010</b>") == 6 and page.count("<b>0.310 ± 0.020</b>") == 6
+    assert page.count("<b>0.400 ± 0.030</b>") == 1  # CRF only on the squared loss
+    assert page.count("0.400 ± 0.030") == 6
+    assert "paper 0.330</span> <span class=diff>Δ −0.030</span>" in page
+    squared = page.split("<td class=l>squared, unweighted</td>")[1].split("</tr>")[0]
+    assert "<b>0.400 ± 0.030</b>" in squared
+    assert ("<tr><td class=l>average</td><td>0.300<br><span class=paper>paper 0.330</span> "
+            "<span class=diff>Δ −0.030</span></td><td>0.400<br><span class=paper>paper 0.320</span> "
+            "<span class=diff>Δ +0.080</span></td><td>0.310</td></tr>") in page
+    assert "<tr><td class=l># bold</td><td>6</td><td>1</td><td>6</td></tr>" in page
+    assert "M4N is an extra column (not in the paper)" in page and "GBCFW" in page
+
+
+def test_render_emotion_without_tests_or_all_losses():
+    table, _ = _emotion_table()
+    table = table[~((table["method"] == "CRF") & (table["metric"] == "weighted_squared"))]
+    page = render_emotion(table, pd.DataFrame())
+    assert "<b>" not in page
+    assert "<tr><td class=l># bold</td><td>–</td><td>–</td><td>–</td></tr>" in page
+    average = page.split("<td class=l>average</td>")[1].split("</tr>")[0]
+    assert average.count("<td>–</td>") == 1  # CRF lacks one loss: no average
+
+
+def _emotion_refs(tmp_path):
+    path = tmp_path / "refs.yaml"
+    path.write_text("agm_emotion:\n"
+                    "  - {task: emotion, dataset: ck, method: AGM, metric: zero_one, value: 0.34}\n"
+                    "  - {task: emotion, dataset: ck, method: CRF, metric: zero_one, value: 0.32}\n")
+    return path
+
+
+def test_aggregate_files_writes_best_tests_for_agm_emotion(tmp_path):
+    results = _emotion_results()
+    paths = []
+    for method, part in results.groupby("method", sort=False):
+        path = tmp_path / f"{method}.csv"
+        write_csv(part, path)
+        paths.append(path)
+    table_path, tests_path = tmp_path / "agm_emotion.csv", tmp_path / "agm_emotion_tests.csv"
+    aggregate_files(paths, _emotion_refs(tmp_path), table_path, tests_path)
+    tests = pd.read_csv(tests_path)
+    assert tests["bold"].dtype == bool
+    by = tests.set_index(["metric", "method_a"])
+    assert by.loc[("zero_one", "AGM"), ["method_b", "p_value", "bold"]].tolist() == ["AGM", 1.0, True]
+    assert by.loc[("zero_one", "CRF"), "p_value"] == pytest.approx(2 / 2**20)
+    assert not by.loc[("zero_one", "CRF"), "bold"]
+    assert by.loc[("zero_one", "SSVM"), "bold"]
+    assert by.loc[("absolute", "AGM"), ["method_b", "bold"]].tolist() == ["CRF", False]
+    table = pd.read_csv(table_path).set_index(["metric", "method"])
+    assert table.loc[("zero_one", "AGM"), "mean"] == pytest.approx(AGM_VALUES.mean())
+    assert table.loc[("zero_one", "CRF"), "reference"] == pytest.approx(0.32)
+    assert table.loc[("zero_one", "AGM"), "n_splits"] == 20
+
+
+def test_index_renders_agm_emotion_with_its_renderer(tmp_path):
+    from structpred.report.html import write_index
+
+    results = tmp_path / "results.csv"
+    write_csv(_emotion_results(), results)
+    table, tests = tmp_path / "tables" / "agm_emotion.csv", tmp_path / "tables" / "agm_emotion_tests.csv"
+    refs = _emotion_refs(tmp_path)
+    aggregate_files([results], refs, table, tests)
+    out = tmp_path / "index.html"
+    write_index(out, config={"name": "unit"}, tables=[table], tests=[tests], figures=[], stamps=[],
+                references=refs)
+    page = out.read_text()
+    assert "AGM (NeurIPS 2018) Table 1: facial emotion intensity, average test loss over 20 splits" in page
+    assert "<td class=l>zero-one, unweighted</td>" in page
+    # AGM best on zero-one only, CRF best on absolute only, SSVM ties on zero-one
+    assert "<tr><td class=l># bold</td><td>1</td><td>1</td><td>1</td></tr>" in page
+
+
+def test_emotion_figure_is_deterministic(tmp_path):
+    from structpred.report.figures import FIGURES, emotion_figure, experiment_figure
+
+    assert FIGURES["agm_emotion"] is emotion_figure
+    table, _ = _emotion_table()
+    csv = tmp_path / "agm_emotion.csv"
+    table.to_csv(csv, index=False)
+    experiment_figure("agm_emotion", csv, tmp_path / "a.png")
+    experiment_figure("agm_emotion", csv, tmp_path / "b.png")
+    data = (tmp_path / "a.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data == (tmp_path / "b.png").read_bytes()

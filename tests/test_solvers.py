@@ -6,6 +6,7 @@ import pytest
 from scipy.optimize import linprog
 
 from structpred.errors import StructpredError
+from structpred.features.joint import joint_map
 from structpred.outputs import Multiclass
 from structpred.solvers import bcfw, gbcfw, m3n_objectives, sdca
 
@@ -70,7 +71,7 @@ def test_bcfw_matches_cvxpy(loss, averaging):
     assert h["gap"] < 1e-3
     ref = cvx_m3n(sp, X, y, lam)
     assert abs(h["primal"] - ref) <= 1e-3 * abs(ref)
-    p, dual = m3n_objectives(sp, X, y, res.W, lam, 0.0)
+    p, dual = m3n_objectives(sp, joint_map(sp, X), y, res.W, lam, 0.0)
     assert abs(p - h["primal"]) < 1e-12
     # weak duality along the way
     assert all(r["dual"] <= ref + 1e-9 and r["primal"] >= ref - 1e-9 for r in res.history)
@@ -115,7 +116,7 @@ def test_sdca_matches_sklearn_logreg(loss):
     clf = LogisticRegression(C=1.0 / (lam * n), fit_intercept=False, tol=1e-12, max_iter=100000).fit(X, y)
     from structpred.solvers import crf_objectives
 
-    ref, _ = crf_objectives(sp, X, y, clf.coef_.T, lam, res.mu)
+    ref, _ = crf_objectives(sp, joint_map(sp, X), y, clf.coef_.T, lam, res.mu)
     assert abs(res.history[-1]["primal"] - ref) <= 1e-4 * abs(ref)
     np.testing.assert_allclose(res.W - res.W.mean(1, keepdims=True), clf.coef_.T - clf.coef_.T.mean(1, keepdims=True), atol=1e-3)
 

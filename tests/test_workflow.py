@@ -47,13 +47,14 @@ def _run(args, cwd, check=True):
 def test_paper_config_dry_run(workdir):
     out = _run(["-n", "--cores", "2"], workdir).stdout
     # one training job per (experiment, dataset, method, split) of the paper config
-    n_table1 = 12 * 3 * 14 + 5 * 2 * 14  # mc + ord with 3 methods, rankings with M3N and M4N
+    n_table1 = 12 * 3 * 14 + 5 * 2 * 14 + 3 * 1  # mc + ord with 3 methods, rankings with M3N and M4N, OCR (1 split)
     n_table2 = 2 * 8 * 14
     assert f"train{' ' * 1}" in out or "train" in out
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     assert counts["train"] == n_table1 + n_table2
     assert counts["audit_dataset"] == 24
+    assert counts["agm_cv"] == 4 and counts["agm_train"] == 4 * 20
     assert counts["html_report"] == 1
 
 
@@ -80,7 +81,7 @@ def test_smoke_workflow_end_to_end(workdir):
     assert index.is_file()
     html = index.read_text()
     for link in ["tables/datasets.csv", "tables/m4n_table1.csv", "tables/m4n_table2.csv",
-                 "figures/m4n_table1.png"]:
+                 "tables/agm_emotion.csv", "figures/m4n_table1.png", "figures/agm_emotion.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -102,6 +103,18 @@ def test_smoke_workflow_end_to_end(workdir):
     # iris is easy: every method must beat chance (2/3 error) by far even in the smoke run
     assert (losses[losses["dataset"] == "iris"]["mean"] < 0.25).all()
     assert losses["reference"].notna().all()
+    ocr = losses[losses["dataset"] == "ocr"]
+    assert set(ocr["method"]) == {"M3N", "CRF", "M4N"} and (ocr["task"] == "seq").all()
+    assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
+
+    emotion = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion.csv")
+    assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N"}
+    assert set(emotion["metric"]) == {"zero_one", "absolute", "squared", "weighted_zero_one",
+                                      "weighted_absolute", "weighted_squared"}
+    assert (emotion["n_splits"] == 2).all() and (emotion["task"] == "emotion").all()
+    assert emotion["mean"].between(0, 4).all()  # squared loss over labels 0..2 is at most 4
+    tests = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_tests.csv")
+    assert tests["bold"].any()
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
     _run(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)

@@ -1,6 +1,7 @@
 # Helpers shared by the rule files: which jobs exist for the configured experiments.
 from structpred.data.parsers import VIEWS
 from structpred.errors import ConfigError
+from structpred.experiments.agm import DATASET as AGM_DATASET
 from structpred.experiments.m4n import job_settings, table2_method
 
 RAW_DIR = config["data"]["raw_dir"]
@@ -21,16 +22,24 @@ def experiment_jobs(experiment):
     if experiment == "datasets":
         return [(v, "audit", 0) for v in check_views(config["datasets"]["views"], "datasets.views")]
     settings = config[experiment]
+    if experiment == "agm_emotion":
+        check_views([settings["view"]], "agm_emotion.view")
+        return [(AGM_DATASET, m, s) for m in settings["methods"] for s in range(settings["n_splits"])]
     if experiment == "m4n_table1":
-        pairs = [(d, m) for t in settings["tasks"].values() for d in t["datasets"]
-                 for m in t.get("methods", settings["methods"])]
+        triples = [(d, m, t.get("n_splits", settings["n_splits"])) for t in settings["tasks"].values()
+                   for d in t["datasets"] for m in t.get("methods", settings["methods"])]
     elif experiment == "m4n_table2":
-        pairs = [(d, table2_method(k, w)) for d in settings["datasets"]
-                 for k in settings["oracle_iterations"] for w in settings["warm_start"]]
+        triples = [(d, table2_method(k, w), settings["n_splits"]) for d in settings["datasets"]
+                   for k in settings["oracle_iterations"] for w in settings["warm_start"]]
     else:
         raise ConfigError(f"unknown experiment {experiment!r}")
-    check_views([d for d, _ in pairs], f"{experiment}.datasets")
-    return [(d, m, s) for d, m in pairs for s in range(settings["n_splits"])]
+    check_views([d for d, _, _ in triples], f"{experiment}.datasets")
+    return [(d, m, s) for d, m, n in triples for s in range(n)]
+
+
+def job_view(experiment, dataset):
+    """The data view a job reads (the AGM table names its dataset ``ck``, the view is ``emotion``)."""
+    return config[experiment]["view"] if experiment == "agm_emotion" else dataset
 
 
 def result_files(experiment):
@@ -43,3 +52,13 @@ def feature_settings(experiment, dataset):
     return {"fractions": s["split_fractions"], "n_components": s["nystrom"]["n_components"],
             "whiten": s["nystrom"]["whiten"],
             "subsample": s.get("subsample", {}).get(dataset), "seed": config["seed"]}
+
+
+AGM_METHODS = ("AGM", "CRF", "SSVM", "M4N")
+
+
+def agm_settings():
+    """Settings of the AGM emotion jobs (everything a CV or split job depends on)."""
+    s = config["agm_emotion"]
+    keys = ("losses", "n_train", "cv_folds", "lambdas", "n_passes", "adagrad_step", "oracle_iterations")
+    return {k: s[k] for k in keys}

@@ -46,7 +46,7 @@ rule html_report:
         tests=expand(f"{REPORT_DIR}/tables/{{experiment}}_tests.csv", experiment=config["experiments"]),
         figures=expand(f"{REPORT_DIR}/figures/{{experiment}}.png", experiment=config["experiments"]),
         results=lambda wc: [f for e in config["experiments"] for f in result_files(e)],
-        stamps=lambda wc: sorted({f"{RAW_DIR}/{VIEWS[d].source}/.verified"
+        stamps=lambda wc: sorted({f"{RAW_DIR}/{VIEWS[job_view(e, d)].source}/.verified"
                                   for e in config["experiments"] for d, _, _ in experiment_jobs(e)}),
     output:
         f"{REPORT_DIR}/index.html",

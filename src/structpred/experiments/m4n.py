@@ -39,15 +39,14 @@ def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passe
     (:func:`structpred.outputs.make_space`) with ``n_labels`` labels."""
     from structpred.estimators import CRF, M3N, M4N
 
-    common = dict(loss=loss, n_labels=n_labels, lam=lam, n_passes=n_passes,
-                  random_state=random_state)
+    common = {"loss": loss, "n_labels": n_labels, "lam": lam, "n_passes": n_passes,
+              "random_state": random_state, "eval_every": eval_every}
     if method == "M3N":
         return M3N(**common)
     if method == "CRF":
         return CRF(**common)
     if method == "M4N":
-        return M4N(**common, n_iter_oracle=oracle_iterations, warm_start_oracle=warm_start,
-                   eval_every=eval_every)
+        return M4N(**common, n_iter_oracle=oracle_iterations, warm_start_oracle=warm_start)
     raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
 
 
@@ -60,17 +59,20 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
     ``oracle_gap`` for M4N); the lambda with the lowest validation loss is ``selected``
     (ties: the first in grid order).
     """
+    from structpred.experiments.splits import split_part
+
+    (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = (split_part(split, p) for p in ("train", "val", "test"))
     records, histories, val_losses = [], [], []
     for lam in lambdas:
         est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
                              oracle_iterations=oracle_iterations, warm_start=warm_start,
                              random_state=random_state, eval_every=eval_every)
         start = time.perf_counter()
-        est.fit(split["X_train"], split["y_train"], X_val=split["X_val"], y_val=split["y_val"])
+        est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
         seconds = time.perf_counter() - start
-        val_loss = est.task_loss(split["X_val"], split["y_val"])
+        val_loss = est.task_loss(X_va, y_va)
         last = est.history_.iloc[-1]
-        metrics = {"val_loss": val_loss, "test_loss": est.task_loss(split["X_test"], split["y_test"]),
+        metrics = {"val_loss": val_loss, "test_loss": est.task_loss(X_te, y_te),
                    "seconds": seconds, "gap": float(last["gap"])}
         if "oracle_gap" in est.history_:
             metrics["oracle_gap"] = float(last["oracle_gap"])
@@ -111,11 +113,13 @@ def job_settings(config: dict, experiment: str, dataset: str, method: str) -> di
     task = next((t for t, spec in settings["tasks"].items() if dataset in spec["datasets"]), None)
     if task is None:
         raise ConfigError(f"{dataset} is not in any task of {experiment}")
-    return {"task": task, "method": method, "loss": settings["tasks"][task]["loss"],
-            "lambdas": settings["lambdas"], "n_passes": settings["n_passes"],
-            "oracle_iterations": settings["oracle_iterations"] if method == "M4N" else None,
+    spec = settings["tasks"][task]
+    return {"task": task, "method": method, "loss": spec["loss"],
+            "lambdas": spec.get("lambdas", settings["lambdas"]), "n_passes": spec.get("n_passes", settings["n_passes"]),
+            "oracle_iterations": spec.get("oracle_iterations", settings["oracle_iterations"]) if method == "M4N" else None,
             "warm_start": settings["warm_start"] if method == "M4N" else None,
-            "eval_every": settings["eval_every"] if method == "M4N" else None}
+            # a task's eval_every applies to every method; the experiment's to M4N only
+            "eval_every": spec.get("eval_every", settings["eval_every"] if method == "M4N" else None)}
 
 
 def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,

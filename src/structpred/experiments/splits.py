@@ -38,6 +38,13 @@ def random_split(n: int, fractions, rng: np.random.Generator) -> tuple[np.ndarra
     return perm[n_val + n_test:], perm[:n_val], perm[n_val:n_val + n_test]
 
 
+def _positions(offsets: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the positions of sequences ``seqs`` (in that order) and their offsets."""
+    lengths = np.diff(offsets)[seqs]
+    rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in seqs])
+    return rows, np.r_[0, np.cumsum(lengths)].astype(np.int64)
+
+
 def build_split_features(
     arrays: dict[str, np.ndarray],
     *,
@@ -54,16 +61,31 @@ def build_split_features(
     ``whiten=False`` is the M4N reference code's map (standardised K(x, centres), no K_mm^-1/2).
     The subsample (e.g. 15000 letter rows) is drawn once per view, independently of the
     split; each split then draws its own permutation. Returns X/y for train, val and test.
+    Sequence views (with ``offsets``, e.g. OCR words) are split by sequence; the Nystrom
+    map is fitted on the training positions (letters) and applied per position; each part
+    then also has ``offsets_<part>`` and ``index_<part>`` holds sequence indices.
     """
     from structpred.features import NystromGaussian
 
     X = arrays["X"]
     y = arrays["Y"] if "Y" in arrays else arrays["y"]  # label rankings: (n, M) rank positions
+    nys = NystromGaussian(n_components=n_components, whiten=whiten,
+                          random_state=int_seed(seed, view, "nystrom", split))
+    if "offsets" in arrays:
+        offsets = arrays["offsets"]
+        keep = subsample_indices(len(offsets) - 1, subsample, rng_for(seed, view, "subsample"))
+        parts = dict(zip(("train", "val", "test"), random_split(len(keep), fractions, rng_for(seed, view, "split", split))))
+        rows = {p: _positions(offsets, keep[idx]) for p, idx in parts.items()}
+        nys.fit(X[rows["train"][0]])
+        out = {}
+        for p, idx in parts.items():
+            r, off = rows[p]
+            out.update({f"X_{p}": nys.transform(X[r]), f"y_{p}": y[r], f"offsets_{p}": off,
+                        f"index_{p}": keep[idx]})
+        return out
     keep = subsample_indices(len(y), subsample, rng_for(seed, view, "subsample"))
     X, y = X[keep], y[keep]
     tr, va, te = random_split(len(y), fractions, rng_for(seed, view, "split", split))
-    nys = NystromGaussian(n_components=n_components, whiten=whiten,
-                          random_state=int_seed(seed, view, "nystrom", split))
     nys.fit(X[tr])
     return {
         "X_train": nys.transform(X[tr]), "y_train": y[tr],
@@ -73,13 +95,26 @@ def build_split_features(
     }
 
 
+def split_part(split: dict[str, np.ndarray], part: str, n_groups: int | None = None):
+    """``(X, y)`` of one part (``train`` / ``val`` / ``test``) as the estimators take it: arrays,
+    or for sequence splits a :class:`structpred.features.Sequences` (with ``groups_<part>``
+    if stored) and a list of label arrays."""
+    X, y = split[f"X_{part}"], split[f"y_{part}"]
+    if f"offsets_{part}" not in split:
+        return X, y
+    from structpred.features import Sequences
+
+    seq = Sequences(X, split[f"offsets_{part}"], split.get(f"groups_{part}"), n_groups)
+    return seq, seq.split_labels(y)
+
+
 def save_split(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
     """Write the split arrays and a JSON description atomically (npz, no pickles)."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
-    log.info("wrote %s (%d train / %d val / %d test rows)", path,
-             len(arrays["y_train"]), len(arrays["y_val"]), len(arrays["y_test"]))
+    count = lambda p: len(arrays[f"offsets_{p}"]) - 1 if f"offsets_{p}" in arrays else len(arrays[f"y_{p}"])
+    log.info("wrote %s (%d train / %d val / %d test samples)", path, count("train"), count("val"), count("test"))
 
 
 def load_split(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:

@@ -2,11 +2,12 @@
 
 from structpred.errors import StructpredError
 from structpred.outputs.base import MaxMinResult, OutputSpace
+from structpred.outputs.chain import Chain
 from structpred.outputs.multiclass import Multiclass
 from structpred.outputs.permutation import Permutation
 
 #: task-loss names understood by :func:`make_space` (and the estimators' ``loss=``)
-SPACE_NAMES = ("zero_one", "ordinal", "permutation_hamming")
+SPACE_NAMES = ("zero_one", "ordinal", "permutation_hamming", "sequence_hamming")
 
 
 def make_space(loss_name: str, n_labels: int) -> OutputSpace:
@@ -15,8 +16,11 @@ def make_space(loss_name: str, n_labels: int) -> OutputSpace:
     ``"zero_one"`` -> ``Multiclass.zero_one(n_labels)`` (multi-class),
     ``"ordinal"`` -> ``Multiclass.ordinal(n_labels)`` (absolute loss over ordered bins),
     ``"permutation_hamming"`` -> ``Permutation(n_labels)`` (label ranking, normalised
-    Hamming loss on rank positions).
+    Hamming loss on rank positions),
+    ``"sequence_hamming"`` -> ``Chain(n_labels)`` (sequences, normalised Hamming loss).
     """
+    if loss_name == "sequence_hamming":
+        return Chain(n_labels, "hamming")
     if loss_name == "permutation_hamming":
         return Permutation(n_labels)
     if loss_name in ("zero_one", "ordinal"):
@@ -24,4 +28,4 @@ def make_space(loss_name: str, n_labels: int) -> OutputSpace:
     raise StructpredError(f"unknown loss {loss_name!r}: use one of {', '.join(SPACE_NAMES)}")
 
 
-__all__ = ["MaxMinResult", "Multiclass", "OutputSpace", "Permutation", "SPACE_NAMES", "make_space"]
+__all__ = ["Chain", "MaxMinResult", "Multiclass", "OutputSpace", "Permutation", "SPACE_NAMES", "make_space"]

@@ -31,6 +31,20 @@ def as_int_labels(y, what: str) -> np.ndarray:
     return y.astype(np.int64)
 
 
+def rowdot(V, Phi) -> np.ndarray:
+    """``<v_i, phi_i>`` per sample, for ``(n, k)`` arrays or lists of vectors (chains)."""
+    if isinstance(V, list):
+        return np.array([float(a @ b) for a, b in zip(V, Phi)])
+    return np.einsum("ij,ij->i", np.atleast_2d(V), np.atleast_2d(Phi))
+
+
+def rowsub(A, B):
+    """``a_i - b_i`` per sample, for arrays or lists of vectors."""
+    if isinstance(A, list):
+        return [a - b for a, b in zip(A, B)]
+    return np.atleast_2d(A) - np.atleast_2d(B)
+
+
 @dataclass
 class MaxMinResult:
     """Answer of the max-min oracle ``max_mu min_nu nu^T A mu + v^T mu`` (M4N eq. 14).

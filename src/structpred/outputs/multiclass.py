@@ -143,6 +143,15 @@ class Multiclass(OutputSpace):
         return np.min(np.atleast_2d(mu) @ self.loss_matrix.T, axis=1)
 
     # --- oracles ----------------------------------------------------------------------
+    def entropy(self, mu) -> np.ndarray:
+        """Shannon entropy ``-sum_j mu_j log mu_j`` of each row (the CRF dual, SDCA)."""
+        mu = np.atleast_2d(np.asarray(mu, dtype=np.float64))
+        return -np.sum(mu * np.log(np.where(mu > 0, mu, 1.0)), axis=1)
+
+    def entropy_coefficients(self, mu) -> np.ndarray:
+        """``c`` with ``entropy(mu) = -sum_j c_j mu_j log mu_j`` (all ones on the simplex)."""
+        return np.ones(self.k)
+
     def decode(self, v) -> np.ndarray:
         v2, single = _as_scores(v, self.k)
         out = np.argmax(v2, axis=1).astype(np.int64)

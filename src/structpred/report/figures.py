@@ -12,6 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from structpred.io import atomic_path  # noqa: E402
+from structpred.report.html import EMOTION_LOSSES, EMOTION_METHODS  # noqa: E402
 
 log = logging.getLogger(__name__)
 PNG_METADATA = {"Software": None}  # no version stamp: equal inputs give equal bytes
@@ -89,13 +90,34 @@ def audit_figure(table: pd.DataFrame, path) -> None:
     _save(fig, path)
 
 
+def emotion_figure(table: pd.DataFrame, path) -> None:
+    """AGM Table 1: grouped bars per loss (paper's row order), mean ± std over splits per method,
+    the paper's value as a black tick on the AGM / CRF / SSVM bars."""
+    losses = list(EMOTION_LOSSES)
+    data = table[table["metric"].isin(losses)]
+    present = list(dict.fromkeys(data["method"]))
+    methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / max(len(methods), 1)
+    for j, method in enumerate(methods):
+        rows = data[data["method"] == method].drop_duplicates("metric").set_index("metric").reindex(losses)
+        x = np.arange(len(losses)) + (j - (len(methods) - 1) / 2) * width
+        ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2)
+        ax.scatter(x, rows["reference"], marker="_", s=150, linewidths=2, color="black", zorder=3,
+                   label="paper" if j == 0 else None)
+    ax.set_xticks(np.arange(len(losses)), [EMOTION_LOSSES[m] for m in losses], rotation=20, ha="right")
+    ax.set_ylabel("average test loss")
+    datasets = ", ".join(str(d) for d in dict.fromkeys(data["dataset"]))
+    ax.set_title(f"facial emotion intensity ({datasets}): mean ± std over splits")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _save(fig, path)
+
+
+FIGURES = {"datasets": audit_figure, "m4n_table2": warm_start_figure, "agm_emotion": emotion_figure}
+
+
 def experiment_figure(experiment: str, table_path, path) -> None:
-    """Dispatch on the experiment name."""
+    """Dispatch on the experiment name (:data:`FIGURES`; default :func:`losses_figure`)."""
     table = pd.read_csv(table_path)
-    if experiment == "datasets":
-        audit_figure(table, path)
-    elif experiment == "m4n_table2":
-        warm_start_figure(table, path)
-    else:
-        losses_figure(table, path)
+    FIGURES.get(experiment, losses_figure)(table, path)
     log.info("wrote %s", path)

@@ -8,6 +8,7 @@ import logging
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -21,6 +22,7 @@ TITLES = {
     "datasets": "Data audit: parsed (d, n, k) against the papers', class balance, checksums",
     "m4n_table1": "M4N (ICML 2020) Table 1: average test loss over splits",
     "m4n_table2": "M4N (ICML 2020) Table 2: warm start of the max-min oracle (test loss / oracle gap)",
+    "agm_emotion": "AGM (NeurIPS 2018) Table 1: facial emotion intensity, average test loss over 20 splits",
 }
 PERCENT_TASKS = {"mc", "seq", "rnk"}  # the paper prints these losses in percent
 
@@ -39,16 +41,20 @@ def _fmt(value, task: str) -> str:
     return f"{value:.3f}"
 
 
+def _paper_note(mean, reference, task: str) -> str:
+    """The paper's number and Δ = ours − paper beneath a cell; empty without a paper number."""
+    if reference is None or pd.isna(reference):
+        return ""
+    delta = mean - reference
+    return (f"<br><span class=paper>paper {_fmt(reference, task)}</span>"
+            f" <span class=diff>Δ {'+' if delta >= 0 else '−'}{_fmt(abs(delta), task)}</span>")
+
+
 def _cell(row: pd.Series, task: str, bold: bool = False) -> str:
     ours = f"{_fmt(row['mean'], task)} ± {_fmt(row['std'], task)}"
     if bold:
         ours = f"<b>{ours}</b>"
-    paper, diff = "", ""
-    if pd.notna(row.get("reference")):
-        paper = f"<br><span class=paper>paper {_fmt(row['reference'], task)}</span>"
-        delta = row["mean"] - row["reference"]
-        diff = f" <span class=diff>Δ {'+' if delta >= 0 else '−'}{_fmt(abs(delta), task)}</span>"
-    return f"<td>{ours}{paper}{diff}</td>"
+    return f"<td>{ours}{_paper_note(row['mean'], row.get('reference'), task)}</td>"
 
 
 def render_losses(table: pd.DataFrame, tests: pd.DataFrame) -> str:
@@ -115,7 +121,68 @@ def render_audit(table: pd.DataFrame, tests: pd.DataFrame) -> str:
     return "\n".join(out + ["</table>"])
 
 
-RENDERERS = {"datasets": render_audit, "m4n_table2": render_warm_start}
+#: AGM Table 1's losses in the paper's row order: metric -> label
+EMOTION_LOSSES = {
+    "zero_one": "zero-one, unweighted",
+    "absolute": "absolute, unweighted",
+    "squared": "squared, unweighted",
+    "weighted_zero_one": "zero-one, weighted",
+    "weighted_absolute": "absolute, weighted",
+    "weighted_squared": "squared, weighted",
+}
+EMOTION_METHODS = ("AGM", "CRF", "SSVM", "M4N")  # the paper's columns, then our extra M4N
+
+
+def _bold_of(tests: pd.DataFrame) -> dict[tuple, bool]:
+    """(task, dataset, metric, method) -> bold, from a :func:`best_tests` table (empty: none)."""
+    if tests.empty or "bold" not in tests:
+        return {}
+    bold = tests["bold"].astype(str).str.lower() == "true"  # bool, or text from a CSV
+    keys = zip(tests["task"], tests["dataset"], tests["metric"], tests["method_a"])
+    return dict(zip(keys, bold))
+
+
+def render_emotion(table: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """Paper layout of AGM Table 1: a row per loss, a column per method, then the average and
+    the number of bold cells; bold = best or not significantly worse (the ``bold`` column of
+    :func:`structpred.report.significance.best_tests`)."""
+    bold_of = _bold_of(tests)
+    data = table[table["metric"].isin(list(EMOTION_LOSSES))]
+    out = []
+    for (task, dataset), part in data.groupby(["task", "dataset"], sort=False):
+        present = list(dict.fromkeys(part["method"]))
+        methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
+        by = part.set_index(["metric", "method"])
+        out.append(f"<table><tr><th class=l>loss ({html.escape(str(dataset))})</th>"
+                   + "".join(f"<th>{html.escape(m)}</th>" for m in methods) + "</tr>")
+        for metric, label in EMOTION_LOSSES.items():
+            cells = "".join(
+                _cell(by.loc[(metric, m)], task, bold=bold_of.get((task, dataset, metric, m), False))
+                if (metric, m) in by.index else "<td>–</td>" for m in methods)
+            out.append(f"<tr><td class=l>{label}</td>{cells}</tr>")
+        averages, counts = [], []
+        for m in methods:
+            rows = [by.loc[(metric, m)] for metric in EMOTION_LOSSES if (metric, m) in by.index]
+            if len(rows) < len(EMOTION_LOSSES):
+                averages.append("<td>–</td>")
+            else:
+                mean = float(np.mean([r["mean"] for r in rows]))
+                refs = [r["reference"] for r in rows]
+                paper = float(np.mean(refs)) if all(pd.notna(r) for r in refs) else None
+                averages.append(f"<td>{_fmt(mean, task)}{_paper_note(mean, paper, task)}</td>")
+            flags = [bold_of[(task, dataset, metric, m)] for metric in EMOTION_LOSSES
+                     if (task, dataset, metric, m) in bold_of]
+            counts.append(f"<td>{sum(flags)}</td>" if flags else "<td>–</td>")
+        out.append(f"<tr><td class=l>average</td>{''.join(averages)}</tr>")
+        out.append(f"<tr><td class=l># bold</td>{''.join(counts)}</tr>")
+        out.append("</table>")
+        if "M4N" in methods:
+            out.append("<p>M4N is an extra column (not in the paper): trained on the same max-min "
+                       "surrogate as AGM, by GBCFW.</p>")
+    return "\n".join(out)
+
+
+RENDERERS = {"datasets": render_audit, "m4n_table2": render_warm_start, "agm_emotion": render_emotion}
 
 
 def _compute_time(result_paths) -> str:

@@ -1,4 +1,8 @@
-"""Paired comparisons over splits (Wilcoxon signed-rank), e.g. M4N vs M3N per dataset."""
+"""Paired comparisons over splits (Wilcoxon signed-rank), e.g. M4N vs M3N per dataset.
+
+Two test tables: :func:`paired_tests` (fixed method pairs, M4N tables) and :func:`best_tests`
+(every method against the best one, AGM's "best or not significantly worse" bold rule).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from scipy.stats import wilcoxon
 
 COLUMNS = ["task", "dataset", "metric", "method_a", "method_b", "n_splits",
            "mean_diff", "statistic", "p_value"]
+BEST_COLUMNS = COLUMNS + ["bold"]
+ALPHA = 0.05  # AGM Table 1: bold = best or not significantly worse at this level
 
 
 def method_pairs(methods) -> list[tuple[str, str]]:
@@ -46,3 +52,32 @@ def paired_tests(selected: pd.DataFrame, metric: str = "test_loss") -> pd.DataFr
                          "mean_diff": float((both[a] - both[b]).mean()),
                          "statistic": stat, "p_value": p})
     return pd.DataFrame.from_records(rows, columns=COLUMNS)
+
+
+def best_tests(selected: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Every method against the best one, per (task, dataset, metric).
+
+    The best method has the lowest mean over its splits (ties: the first in the data's
+    order). Each other method ``method_a`` is compared with the best ``method_b`` by the
+    two-sided Wilcoxon signed-rank test over the splits both have; the best itself gets a
+    row against itself with p = 1. ``bold`` = best, or p >= ``alpha`` (not significantly
+    worse; AGM's rule). ``mean_diff`` = mean of (method - best) over the paired splits.
+    """
+    rows = []
+    for (task, dataset, metric), group in selected.groupby(["task", "dataset", "metric"], sort=False):
+        table = group.pivot_table(index="split", columns="method", values="value")
+        methods = [m for m in dict.fromkeys(group["method"]) if m in table.columns]
+        by_method = table[methods]
+        best = by_method.mean().idxmin()  # first of equal minima, in the data's method order
+        for method in methods:
+            both = by_method[list(dict.fromkeys([method, best]))].dropna()
+            if method == best:
+                stat, p, diff = float("nan"), 1.0, 0.0
+            else:
+                stat, p = wilcoxon_pvalue(both[method].to_numpy(), both[best].to_numpy())
+                diff = float((both[method] - both[best]).mean())
+            rows.append({"task": task, "dataset": dataset, "metric": metric, "method_a": method,
+                         "method_b": best, "n_splits": len(both), "mean_diff": diff,
+                         "statistic": stat, "p_value": p,
+                         "bold": bool(method == best or p >= alpha)})
+    return pd.DataFrame.from_records(rows, columns=BEST_COLUMNS)

@@ -8,14 +8,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.features.joint import joint_map
 
 
 @dataclass
 class SolverResult:
     """Output of a solver run.
 
-    W : (d, k) weights (the averaged iterate when averaging was requested).
-    mu : (n, k) dual blocks.
+    W : weights of the joint feature map (``(d, k)`` for ``v = W^T x``; the averaged
+        iterate when averaging was requested).
+    mu : dual blocks, ``(n, k)`` or a list of per-sample vectors.
     history : list of per-pass dicts (pass, primal, dual, gap, oracle_calls, seconds,
         [val_loss], plus solver-specific keys).
     state : solver-specific extra arrays (e.g. oracle warm-start state).
@@ -28,24 +30,30 @@ class SolverResult:
 
 
 def check_problem(space, X, y, lam):
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise StructpredError(f"X must be a 2-d array (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] == 0:
-        raise StructpredError("X has no rows")
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    if not np.all(np.isfinite(X)):
-        raise StructpredError("X contains NaN or infinite values")
-    y = np.asarray(y)
-    shape = tuple(getattr(space, "label_shape", ()))
-    if y.ndim != 1 + len(shape) or y.shape[0] != X.shape[0]:
-        want = f"1-d with {X.shape[0]} entries" if not shape else f"of shape ({X.shape[0]}, {', '.join(map(str, shape))})"
-        raise StructpredError(f"y must be {want}, got shape {y.shape}")
-    y = np.ascontiguousarray(space.check_labels(y))
+    """Validate a training problem; returns ``(fmap, y, lam)`` with ``fmap`` the joint feature
+    map of ``space`` on ``X`` (:func:`structpred.features.joint.joint_map`)."""
+    fmap = joint_map(space, X)
+    n = fmap.n
+    if isinstance(y, (list, tuple)):
+        if len(y) != n:
+            raise StructpredError(f"y has {len(y)} label sequences but X has {n} samples")
+        y = space.check_labels(list(y))
+        lengths = getattr(fmap, "seq", None)
+        if lengths is not None and any(len(s) != t for s, t in zip(y, fmap.seq.lengths)):
+            raise StructpredError("a label sequence and its input sequence have different lengths")
+    else:
+        y = np.asarray(y)
+        shape = tuple(getattr(space, "label_shape", ()))
+        if None in shape:
+            raise StructpredError(f"{space!r} takes y as a list of label sequences")
+        if y.ndim != 1 + len(shape) or y.shape[0] != n:
+            want = f"1-d with {n} entries" if not shape else f"of shape ({n}, {', '.join(map(str, shape))})"
+            raise StructpredError(f"y must be {want}, got shape {y.shape}")
+        y = np.ascontiguousarray(space.check_labels(y))
     lam = float(lam)
     if not np.isfinite(lam) or lam <= 0:
         raise StructpredError(f"lam must be a positive number, got {lam}")
-    return X, y, lam
+    return fmap, y, lam
 
 
 def make_rng(random_state):
@@ -55,14 +63,12 @@ def make_rng(random_state):
 
 
 def init_dual(space, y):
-    """``mu_i = phi(y_i)`` so that ``W(mu) = 0``."""
-    return np.ascontiguousarray(space.embed(y).astype(np.float64))
-
-
-def entropy_rows(mu):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(mu > 0, mu * np.log(np.where(mu > 0, mu, 1.0)), 0.0)
-    return -t.sum(axis=1)
+    """``mu_i = phi(y_i)`` so that ``W(mu) = 0`` (an ``(n, k)`` array, or a list of vectors
+    for spaces whose embedding size varies per sample)."""
+    phi = space.embed(y)
+    if isinstance(phi, list):
+        return [np.array(p, dtype=np.float64) for p in phi]
+    return np.ascontiguousarray(phi.astype(np.float64))
 
 
 class PassTimer:
@@ -85,6 +91,13 @@ def val_record(rec, predict, X_val, y_val, space):
         pred = predict(X_val)
         rec["val_loss"] = float(np.mean(space.loss(y_val, pred)))
     return rec
+
+
+def copy_state(state):
+    """Deep copy of an oracle warm-start state (arrays, or lists of arrays / None)."""
+    if isinstance(state, list):
+        return [None if s is None else s.copy() for s in state]
+    return state.copy()
 
 
 def progress(iterable, verbose, desc):

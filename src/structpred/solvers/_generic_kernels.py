@@ -1,55 +1,89 @@
 """Generic (Python-level) per-pass loops of the dual block solvers.
 
-Used for output spaces without dedicated numba pass kernels, e.g. :class:`Permutation`,
-whose Hungarian step (scipy) cannot run inside numba.  Each step calls the space's
-public oracles on one sample (``loss_augmented``, ``embed``, ``loss``, ``linear_loss``
-for BCFW; ``max_min`` with its warm-start state for GBCFW); only the score and the
-rank-one weight update reuse the (space-agnostic) numba helpers.  The methods have the
-signatures of the numba pass kernels (see :mod:`structpred.solvers._multiclass_kernels`)
-so the drivers in ``bcfw.py`` / ``gbcfw.py`` call either without knowing which; the
-``A`` / ``kind`` / ``eta`` arguments are ignored (the space carries its own data).
-
-Any future space (Chain, Tree...) that implements those oracles works here unchanged;
-a numba pass kernel is an optimisation registered in :mod:`structpred.solvers.registry`.
+Used for output spaces without dedicated numba pass kernels (:class:`Permutation`, whose
+Hungarian step runs in scipy; :class:`Chain`, whose dual blocks have per-sequence sizes)
+and for any joint feature map.  Each step calls the space's public oracles on one sample
+(``loss_augmented``, ``embed``, ``loss``, ``linear_loss`` for BCFW; ``max_min`` with its
+warm-start state for GBCFW; ``marginals`` and ``entropy_coefficients`` for SDCA) and the
+map's ``score`` / ``add`` / ``norm2`` (:mod:`structpred.features.joint`).  The methods have
+the signatures of the numba pass kernels (see :mod:`structpred.solvers._multiclass_kernels`)
+so the drivers in ``bcfw.py`` / ``gbcfw.py`` / ``sdca.py`` call either without knowing
+which; the ``X`` / ``A`` / ``kind`` / ``eta`` / ``xnorm2`` arguments are ignored (the
+space and the map carry their own data).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from structpred.errors import StructpredError
-from structpred.solvers._multiclass_kernels import _rank1, _scores
+
+@njit(cache=True)
+def _sdca_step(mu, d, c, a, b):
+    """``argmax_{0<=g<=1} H(mu + g d) + g a - g^2 b / 2`` for ``H(m) = -sum_j c_j m_j log m_j``
+    (concave on the segment): safeguarded Newton on the derivative, bisection fallback."""
+    lo, hi = 0.0, 1.0
+
+    def deriv(g):
+        s = a - g * b
+        s2 = -b
+        for j in range(mu.shape[0]):
+            dj = d[j]
+            if dj != 0.0 and c[j] != 0.0:
+                m = mu[j] + g * dj
+                if m <= 0.0:
+                    if dj > 0.0:
+                        return np.inf, -np.inf
+                    continue
+                s -= c[j] * dj * (np.log(m) + 1.0)
+                s2 -= c[j] * dj * dj / m
+        return s, s2
+
+    f1, _ = deriv(1.0)
+    if f1 >= 0.0:
+        return 1.0
+    g = 0.5
+    for _ in range(60):
+        f, f2 = deriv(g)
+        if f > 0.0:
+            lo = g
+        else:
+            hi = g
+        if hi - lo < 1e-12:
+            break
+        step = g - f / f2 if f2 < 0.0 else -1.0
+        g = step if lo < step < hi else 0.5 * (lo + hi)
+    return g
 
 
 class GenericKernels:
-    """Per-pass loops over samples calling the oracles of ``space``."""
+    """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``."""
 
-    def __init__(self, space):
+    def __init__(self, space, fmap):
         self.space = space
+        self.fmap = fmap
 
     def bcfw_pass(self, X, y, A, W, mu, lam, order, xnorm2, t0, averaging, W_avg, ell, ell_avg):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search; same
         contract as the numba ``bcfw_pass``: ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)``
         (affine loss, constant included)."""
-        sp = self.space
-        n = X.shape[0]
-        k = W.shape[1]
+        sp, fm = self.space, self.fmap
+        n = fm.n
         a = float(sp.loss_offset)
-        v = np.empty(k)
         scale = 1.0 / (lam * n)
         t = t0
         for i in order:
-            _scores(X, i, W, v)
+            v = fm.score(i, W)
             s = sp.loss_augmented(v, y[i])
             dvec = sp.embed(s) - mu[i]
             l_s = float(sp.loss(y[i], s))
             l_mu = float(sp.linear_loss(y[i], mu[i])[0]) + a
             # block gap * n: <v, phi(s) - mu_i> + L(y_i, s) - L(y_i, mu_i)
             g = float(v @ dvec) + l_s - l_mu
-            denom = xnorm2[i] * float(dvec @ dvec)
+            denom = fm.norm2(i, dvec)
             gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
             if gamma > 0.0:
-                _rank1(X, i, W, (-gamma * scale) * dvec)
+                fm.add(i, W, (-gamma * scale) * dvec)
                 ell[0] += gamma * (l_s - l_mu) / n
                 mu[i] += gamma * dvec
             if averaging:
@@ -62,34 +96,41 @@ class GenericKernels:
 
     def gbcfw_pass(self, X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix):
         """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``) with the space's
-        ``max_min`` oracle warm started from the per-sample state rows ``LMU[i]``,
-        ``LNU[i]`` (layout of ``space.init_maxmin_state``); same contract as the numba
-        ``gbcfw_pass``."""
-        sp = self.space
-        n = X.shape[0]
-        k = W.shape[1]
-        v = np.empty(k)
+        ``max_min`` oracle warm started from the per-sample states ``LMU[i]``, ``LNU[i]``
+        (layout of ``space.init_maxmin_state``); same contract as the numba ``gbcfw_pass``."""
+        sp, fm = self.space, self.fmap
+        n = fm.n
         scale = 1.0 / (lam * n)
-        s0_mu, s0_nu = sp.init_maxmin_state(1)
         t = t0
         for i in order:
-            _scores(X, i, W, v)
-            if not warm:
-                LMU[i] = s0_mu[0]
-                LNU[i] = s0_nu[0]
-            res = sp.max_min(v, warm=(LMU[i], LNU[i]), n_iter=n_iter)
+            v = fm.score(i, W)
+            res = sp.max_min(v, warm=(LMU[i], LNU[i]) if warm else None, n_iter=n_iter)
             gaps[i] = res.gap
             LMU[i] = res.state[0]
             LNU[i] = res.state[1]
             if warm and warm_mix > 0.0:
                 sp.mix_warm_state(LMU[i], LNU[i], warm_mix)
             gamma = 2.0 * n / (t + 2.0 * n)
-            _rank1(X, i, W, (gamma * scale) * (mu[i] - res.mu))
+            fm.add(i, W, (gamma * scale) * (mu[i] - res.mu))
             mu[i] *= 1.0 - gamma
             mu[i] += gamma * res.mu
             t += 1
         return t
 
     def sdca_pass(self, X, y, W, mu, lam, order, xnorm2):
-        self.space.require_marginals()
-        raise StructpredError(f"SDCA has no pass loop for output space {type(self.space).__name__}")
+        """One SDCA pass for the CRF with the step of Le Priol et al. (2018): move the dual
+        block towards the marginals of the current score, ``mu_i + g (q_i - mu_i)``, with
+        ``g`` maximising the dual ``(1/n) sum H(mu_i) - lam/2 ||W||^2`` on the segment."""
+        sp, fm = self.space, self.fmap
+        sp.require_marginals()
+        n = fm.n
+        scale = 1.0 / (lam * n)
+        for i in order:
+            v = fm.score(i, W)
+            d = sp.marginals(v) - mu[i]
+            # dual along the segment: H(mu + g d)/n + g <v, d>/n - g^2 ||Psi d||^2 / (2 lam n^2)
+            b = fm.norm2(i, d) * scale
+            g = _sdca_step(mu[i], d, sp.entropy_coefficients(mu[i]), float(v @ d), b)
+            if g > 0.0:
+                fm.add(i, W, (-g * scale) * d)
+                mu[i] += g * d

@@ -13,30 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from structpred.features.joint import _rank1, _scores
 from structpred.outputs._multiclass_kernels import loss_augmented, spmp
-
-
-@njit(cache=True)
-def _scores(X, i, W, v):
-    d, k = W.shape
-    for j in range(k):
-        v[j] = 0.0
-    for a in range(d):
-        xa = X[i, a]
-        if xa != 0.0:
-            for j in range(k):
-                v[j] += xa * W[a, j]
-
-
-@njit(cache=True)
-def _rank1(X, i, W, coef):
-    """``W += x_i coef^T``."""
-    d, k = W.shape
-    for a in range(d):
-        xa = X[i, a]
-        if xa != 0.0:
-            for j in range(k):
-                W[a, j] += xa * coef[j]
 
 
 @njit(cache=True)
@@ -75,8 +53,7 @@ def bcfw_pass(X, y, A, W, mu, lam, order, xnorm2, t0, averaging, W_avg, ell, ell
             gamma = 0.0
         else:
             gamma = lam * n * g / denom
-            if gamma > 1.0:
-                gamma = 1.0
+            gamma = min(gamma, 1.0)
         if gamma > 0.0:
             for j in range(k):
                 coef[j] = gamma * scale * mu[i, j]
@@ -105,7 +82,7 @@ def _mix_uniform(lz, eps):
     b = np.log(eps / k)
     for j in range(k):
         x = lz[j] + a
-        m = x if x > b else b
+        m = max(b, x)
         lz[j] = m + np.log(np.exp(x - m) + np.exp(b - m))
 
 
@@ -162,8 +139,7 @@ def _entropy_block(v, mu_i, q, out, u):
     cmax = -1e300
     for j in range(k):
         u[j] = v[j] + q * mu_i[j] - 1.0  # c_j stored in u temporarily
-        if u[j] > cmax:
-            cmax = u[j]
+        cmax = max(cmax, u[j])
     c = u.copy()
     # bracket: g(tau) = sum m_j(tau) - 1 is decreasing
     lo = cmax - q - 1.0

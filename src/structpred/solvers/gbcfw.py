@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.features.joint import joint_map
+from structpred.outputs.base import rowdot
 from structpred.solvers._common import (
     PassTimer,
     SolverResult,
     check_problem,
+    copy_state,
     init_dual,
     make_rng,
     progress,
@@ -17,7 +20,7 @@ from structpred.solvers._common import (
 from structpred.solvers.registry import kernels_for
 
 
-def m4n_objectives(space, X, y, W, lam, mu, warm_state=None, n_iter=20):
+def m4n_objectives(space, fmap, y, W, lam, mu, warm_state=None, n_iter=20):
     """M4N primal and dual estimates.
 
     Dual (exact): ``(1/n) sum_i min_y' phi(y')^T A mu_i + a - lam/2 ||W||^2`` (M4N (D)).
@@ -28,10 +31,10 @@ def m4n_objectives(space, X, y, W, lam, mu, warm_state=None, n_iter=20):
     on the true duality gap; ``primal_lower`` uses the value of the averaged ``mu``.
     ``a = space.loss_offset`` is the constant of the affine loss (0 for Multiclass).
     """
-    V = X @ W
-    warm = None if warm_state is None else (warm_state[0].copy(), warm_state[1].copy())
+    V = fmap.scores(W)
+    warm = None if warm_state is None else (copy_state(warm_state[0]), copy_state(warm_state[1]))
     res = space.max_min(V, warm=warm, n_iter=n_iter)
-    vy = np.einsum("ij,ij->i", V, np.atleast_2d(space.embed(y)))
+    vy = rowdot(V, space.embed(y))
     a = float(space.loss_offset)
     reg = 0.5 * lam * float(np.sum(W * W))
     up = float(np.mean(res.upper - vy)) + a + reg
@@ -65,17 +68,17 @@ def gbcfw(space, X, y, lam, n_passes=50, n_iter_oracle=20, warm_start=True, rand
     extra oracle pass; ``eval_every`` evaluates (and records) only every that many passes
     and at the last one.
     """
-    X, y, lam = check_problem(space, X, y, lam)
+    fmap, y, lam = check_problem(space, X, y, lam)
     n_iter_oracle = int(n_iter_oracle)
     if n_iter_oracle < 1:
         raise StructpredError(f"n_iter_oracle must be >= 1, got {n_iter_oracle}")
     n_iter_eval = n_iter_oracle if n_iter_eval is None else int(n_iter_eval)
-    kern = kernels_for(space)
+    kern = kernels_for(space, fmap)
     A, kind, eta = space.kernel_data()
     rng = make_rng(random_state)
-    n, d = X.shape
-    k = space.embedding_dim
-    W = np.zeros((d, k))
+    n = fmap.n
+    W = np.zeros(fmap.weight_shape)
+    X = getattr(fmap, "X", None)
     mu = init_dual(space, y)
     LMU, LNU = space.init_maxmin_state(n)
     gaps = np.zeros(n)
@@ -84,7 +87,7 @@ def gbcfw(space, X, y, lam, n_passes=50, n_iter_oracle=20, warm_start=True, rand
     hist = []
 
     def predict(Xv):
-        return space.decode(np.asarray(Xv, dtype=np.float64) @ W)
+        return space.decode(joint_map(space, Xv, like=fmap).scores(W))
 
     for p in progress(range(1, int(n_passes) + 1), verbose, "GBCFW"):
         order = rng.permutation(n).astype(np.int64)
@@ -93,7 +96,7 @@ def gbcfw(space, X, y, lam, n_passes=50, n_iter_oracle=20, warm_start=True, rand
                                 bool(warm_start), LMU, LNU, gaps, float(warm_mix))
         if p % int(eval_every) != 0 and p != int(n_passes):
             continue
-        up, lo, dual = m4n_objectives(space, X, y, W, lam, mu, (LMU, LNU), n_iter_eval)
+        up, lo, dual = m4n_objectives(space, fmap, y, W, lam, mu, (LMU, LNU), n_iter_eval)
         rec = {"pass": p, "primal": up, "primal_lower": lo, "dual": dual, "gap": up - dual,
                "oracle_gap": float(gaps.mean()), "oracle_calls": p * n, "seconds": timer.total}
         hist.append(val_record(rec, predict, X_val, y_val, space))

@@ -17,15 +17,17 @@ from structpred.errors import StructpredError
 from structpred.outputs.base import OutputSpace
 
 
-def kernels_for(space):
+def kernels_for(space, fmap):
+    """Pass kernels for ``space`` with the joint feature map ``fmap``."""
+    from structpred.features.joint import LinearJoint
     from structpred.outputs.multiclass import Multiclass
 
-    if isinstance(space, Multiclass):
+    if isinstance(space, Multiclass) and isinstance(fmap, LinearJoint):
         from structpred.solvers import _multiclass_kernels
 
         return _multiclass_kernels
     if isinstance(space, OutputSpace):
         from structpred.solvers._generic_kernels import GenericKernels
 
-        return GenericKernels(space)
+        return GenericKernels(space, fmap)
     raise StructpredError(f"no solver kernels for {type(space).__name__}: not an OutputSpace")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from structpred.outputs.base import rowdot, rowsub
+from structpred.surrogates.crf import _batch
+
 
 def hinge_loss(space, v, y):
     """``S(v, y) = max_y' L(y, y') + <v, phi(y') - phi(y)>``; gradient ``phi(y*) - phi(y)``."""
-    v = np.atleast_2d(np.asarray(v, dtype=np.float64))
-    y = np.atleast_1d(space.check_labels(y))
+    v, y = _batch(space, v, y)
     ys = space.loss_augmented(v, y)
-    phi_s = space.embed(ys)
-    phi_y = space.embed(y)
-    val = space.loss(y, ys) + np.einsum("ij,ij->i", v, phi_s - phi_y)
-    return val, phi_s - phi_y
+    grad = rowsub(space.embed(ys), space.embed(y))
+    val = np.atleast_1d(space.loss(y, ys)) + rowdot(v, grad)
+    return val, grad

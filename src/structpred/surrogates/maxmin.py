@@ -1,8 +1,11 @@
-"""Max-min surrogate of M4N (eq. 10)."""
+"""Max-min surrogate of M4N (eq. 10) and of AGM (the adversarial game value)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from structpred.outputs.base import rowdot, rowsub
+from structpred.surrogates.crf import _batch
 
 
 def maxmin_loss(space, v, y, n_iter: int = 1000, warm=None, bound: str = "lower"):
@@ -12,10 +15,10 @@ def maxmin_loss(space, v, y, n_iter: int = 1000, warm=None, bound: str = "lower"
     the certified lower bound (value of the averaged ``mu``) or the upper bound; the
     two differ by the oracle gap.  Gradient (Danskin): ``mu* - phi(y)``.
     """
-    v = np.atleast_2d(np.asarray(v, dtype=np.float64))
-    y = np.atleast_1d(space.check_labels(y))
+    v, y = _batch(space, v, y)
     res = space.max_min(v, warm=warm, n_iter=n_iter)
     phi_y = space.embed(y)
     base = res.value if bound == "lower" else res.upper
-    val = np.atleast_1d(base) + space.loss_offset - np.einsum("ij,ij->i", v, np.atleast_2d(phi_y))
-    return val, np.atleast_2d(res.mu) - phi_y
+    val = np.atleast_1d(base) + space.loss_offset - rowdot(v, phi_y)
+    mu = res.mu if isinstance(res.mu, list) else np.atleast_2d(res.mu)
+    return val, rowsub(mu, phi_y)

@@ -1,0 +1,489 @@
+"""Benchmark: the chain space's oracles on OCR-sized chains, against a plain C reference.
+
+Usage: python bench/bench_chain.py [--quick] [--R 26] [--T 8] [--pool 256] [--seed 0]
+
+Throughput (sequences / second) of every oracle of :class:`structpred.outputs.chain.Chain`
+at ``R = 26`` labels and length ``T = 8`` (OCR, M4N Table 1), on a pool of ``--pool``
+score vectors with N(0, 1) entries (fixed seed), cycled through.  Each measurement runs
+enough calls to take ``--seconds`` (0.3 s; 0.03 s with ``--quick``) and reports the best
+of 3 repetitions (``time.perf_counter``).  Numba compilation / cache loading is done
+before any timing.
+
+Columns:
+
+* ``method``: the public Python method, one call per sequence (``sp.decode(v)``,
+  ``sp.loss_augmented(v, y)``, ``sp.marginals(v)``, ``sp.log_partition(v)``,
+  ``sp.top_k(v, 5)``, ``sp.bayes_decode(mu)``, ``sp.max_min(v, n_iter=10)``, the last
+  being 10 SP-MP iterations per node = 80 iterations, as M4N on OCR, including the exact
+  duality gap), i.e. including input checks, splitting, allocations and Python overhead.
+* ``kernel``: the raw numba kernel of ``structpred.outputs._chain_kernels``
+  (``viterbi``, ``sum_product`` with pairwise marginals, ``log_partition``,
+  ``top_k_viterbi``, ``spmp``) called from Python once per sequence on preallocated
+  inputs and outputs (the numba dispatch overhead is included; the kernels' own
+  internal work arrays are still allocated per call).  ``spmp`` is cold-started: its
+  state arrays are reset in the loop (three small array fills, negligible next to 80
+  iterations).  ``loss_augmented`` runs ``viterbi`` (same cost as the ``decode`` row)
+  and ``bayes_decode`` is numpy only, so those rows have no kernel column.
+* ``C``: a plain C reference compiled at run time with ``cc -O3 -shared -fPIC``
+  (baseline target: no ``-march=native``, no ``-ffast-math``) and called through ctypes
+  once per sequence with precomputed raw pointers: Viterbi (same recursion and the same
+  tie-breaking as ours), log-domain forward-backward with a *full* log-sum-exp (max,
+  then ``exp`` of every term) giving unary and pairwise marginals, and a forward-only
+  ``log Z``.  The C work arrays live on the stack (VLAs).
+* ``loop numba`` / ``loop C``: the same kernels run over ``n`` sequences inside compiled
+  code (a numba ``@njit`` loop in this script calling our kernels, and a C loop calling
+  the C functions; one call from Python), which removes the per-call dispatch cost and
+  compares the compiled code alone.
+
+``kern/C`` and ``loop n/C`` are throughput ratios numba / C (> 1: we are faster).
+
+What differs between the two sides, besides the compilers (numba's LLVM targets the
+host CPU, the C build the baseline x86-64 ISA):
+
+* our log-sum-exp skips ``exp`` for terms more than ``_CUT = 40`` nats below the
+  maximum, and our marginals set ``exp(z)`` to 0 for ``z < -40``; the C reference
+  evaluates every term.  The script prints the fraction of log-sum-exp terms that fall
+  below the cut on the benchmark scores: with N(0, 1) scores it is (almost) zero, so
+  here both sides evaluate (almost) the same number of ``exp``; the cut only pays off on
+  peaked (e.g. trained, large-norm) scores, which this benchmark does not measure.
+* our ``log_partition`` kernel runs the full forward-backward (it shares
+  ``_forward_backward`` with ``sum_product``), while the C ``log_partition`` runs the
+  forward recursion only: that row's ratio measures this extra work too.
+* our kernels allocate their work arrays (numpy) on every call, C uses the stack.
+
+Before timing, the C results are checked against ours on every sequence of the pool:
+the same Viterbi path and score, unary and pairwise marginals and ``log Z`` within
+1e-10.  Without a C compiler (``$CC``, ``cc``, ``gcc`` or ``clang`` on the PATH) the C
+columns are skipped with a message.  The machine load average is printed: the numbers
+are only comparable between runs on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+from itertools import cycle, islice
+from pathlib import Path
+
+import numpy as np
+
+C_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Plain reference implementations.  U is (T, R), P is (T-1, R, R), both C order;
+   P[t, a, b] scores y_t = a, y_{t+1} = b.  Work arrays are VLAs (small T, R only). */
+
+static double lse(const double *x, int n)
+{
+    double m = x[0];
+    for (int j = 1; j < n; j++)
+        if (x[j] > m) m = x[j];
+    if (m == -INFINITY) return m;
+    double s = 0.0;
+    for (int j = 0; j < n; j++) s += exp(x[j] - m);
+    return m + log(s);
+}
+
+double viterbi(int T, int R, const double *U, const double *P, int64_t *out)
+{
+    int64_t back[T][R];
+    double delta[R], nw[R];
+    for (int b = 0; b < R; b++) delta[b] = U[b];
+    for (int t = 1; t < T; t++) {
+        const double *Pt = P + (size_t)(t - 1) * R * R;
+        for (int b = 0; b < R; b++) {
+            double best = delta[0] + Pt[b];
+            int arg = 0;
+            for (int a = 1; a < R; a++) {
+                double s = delta[a] + Pt[a * R + b];
+                if (s > best) { best = s; arg = a; }
+            }
+            nw[b] = best + U[t * R + b];
+            back[t][b] = arg;
+        }
+        memcpy(delta, nw, sizeof(double) * R);
+    }
+    int arg = 0;
+    for (int b = 1; b < R; b++)
+        if (delta[b] > delta[arg]) arg = b;
+    out[T - 1] = arg;
+    for (int t = T - 1; t > 0; t--) out[t - 1] = back[t][out[t]];
+    return delta[arg];
+}
+
+static double forward(int T, int R, const double *U, const double *P, double *alpha)
+{
+    double tmp[R];
+    for (int b = 0; b < R; b++) alpha[b] = U[b];
+    for (int t = 1; t < T; t++) {
+        const double *Pt = P + (size_t)(t - 1) * R * R;
+        for (int b = 0; b < R; b++) {
+            for (int a = 0; a < R; a++) tmp[a] = alpha[(t - 1) * R + a] + Pt[a * R + b];
+            alpha[t * R + b] = lse(tmp, R) + U[t * R + b];
+        }
+    }
+    return lse(alpha + (T - 1) * R, R);
+}
+
+double log_partition(int T, int R, const double *U, const double *P)
+{
+    double alpha[T * R];
+    return forward(T, R, U, P, alpha);
+}
+
+double sum_product(int T, int R, const double *U, const double *P, double *node, double *edge)
+{
+    double alpha[T * R], beta[T * R], tmp[R];
+    double logz = forward(T, R, U, P, alpha);
+    for (int b = 0; b < R; b++) beta[(T - 1) * R + b] = 0.0;
+    for (int t = T - 2; t >= 0; t--) {
+        const double *Pt = P + (size_t)t * R * R;
+        for (int a = 0; a < R; a++) {
+            for (int b = 0; b < R; b++) tmp[b] = Pt[a * R + b] + U[(t + 1) * R + b] + beta[(t + 1) * R + b];
+            beta[t * R + a] = lse(tmp, R);
+        }
+    }
+    for (int i = 0; i < T * R; i++) node[i] = exp(alpha[i] + beta[i] - logz);
+    for (int t = 0; t < T - 1; t++) {
+        const double *Pt = P + (size_t)t * R * R;
+        double *Et = edge + (size_t)t * R * R;
+        for (int a = 0; a < R; a++) {
+            double base = alpha[t * R + a] - logz;
+            for (int b = 0; b < R; b++)
+                Et[a * R + b] = exp(base + Pt[a * R + b] + U[(t + 1) * R + b] + beta[(t + 1) * R + b]);
+        }
+    }
+    return logz;
+}
+
+/* n calls over a pool of `pool` chains (call i uses chain i % pool), one ctypes call. */
+double viterbi_loop(long n, int pool, int T, int R, const double *U, const double *P, int64_t *out)
+{
+    double acc = 0.0;
+    for (long i = 0; i < n; i++) {
+        long j = i % pool;
+        acc += viterbi(T, R, U + j * T * R, P + j * (T - 1) * R * R, out);
+    }
+    return acc;
+}
+
+double sum_product_loop(long n, int pool, int T, int R, const double *U, const double *P,
+                        double *node, double *edge)
+{
+    double acc = 0.0;
+    for (long i = 0; i < n; i++) {
+        long j = i % pool;
+        acc += sum_product(T, R, U + j * T * R, P + j * (T - 1) * R * R, node, edge);
+    }
+    return acc;
+}
+
+double log_partition_loop(long n, int pool, int T, int R, const double *U, const double *P)
+{
+    double acc = 0.0;
+    for (long i = 0; i < n; i++) {
+        long j = i % pool;
+        acc += log_partition(T, R, U + j * T * R, P + j * (T - 1) * R * R);
+    }
+    return acc;
+}
+"""
+
+
+# --- C reference ------------------------------------------------------------------------------
+def find_cc():
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def build_c(tmpdir):
+    """Compile :data:`C_SOURCE` into ``tmpdir``; returns ``(CDLL, compiler line)`` or ``(None, reason)``."""
+    cc = find_cc()
+    if cc is None:
+        return None, "no C compiler found ($CC, cc, gcc, clang): the C columns are skipped"
+    src = Path(tmpdir) / "chain_ref.c"
+    lib = Path(tmpdir) / "libchain_ref.so"
+    src.write_text(C_SOURCE)
+    cmd = [cc, "-O3", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, f"C compilation failed ({' '.join(cmd)}), the C columns are skipped:\n{proc.stderr}"
+    version = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True).stdout.splitlines()
+    return ctypes.CDLL(str(lib)), f"{version[0] if version else cc}: {' '.join(cmd[:4])}"
+
+
+class CRef:
+    """ctypes bindings: ``checked`` entry points take numpy arrays (ndpointer-validated),
+    ``fast_*`` ones raw pointers (for timing, pointers precomputed)."""
+
+    def __init__(self, lib):
+        i, lng, d, vp = ctypes.c_int, ctypes.c_long, ctypes.c_double, ctypes.c_void_p
+        f8 = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
+        i8 = np.ctypeslib.ndpointer(np.int64, flags="C_CONTIGUOUS")
+
+        def fn(name, args):
+            f = lib[name]          # a new function object per lookup: two bindings per symbol
+            f.argtypes = args
+            f.restype = d
+            return f
+
+        self.viterbi = fn("viterbi", [i, i, f8, f8, i8])
+        self.sum_product = fn("sum_product", [i, i, f8, f8, f8, f8])
+        self.log_partition = fn("log_partition", [i, i, f8, f8])
+        self.fast_viterbi = fn("viterbi", [i, i, vp, vp, vp])
+        self.fast_sum_product = fn("sum_product", [i, i, vp, vp, vp, vp])
+        self.fast_log_partition = fn("log_partition", [i, i, vp, vp])
+        self.viterbi_loop = fn("viterbi_loop", [lng, i, i, i, vp, vp, vp])
+        self.sum_product_loop = fn("sum_product_loop", [lng, i, i, i, vp, vp, vp, vp])
+        self.log_partition_loop = fn("log_partition_loop", [lng, i, i, i, vp, vp])
+
+
+# --- numba loops (compiled code only, as the C loops) -----------------------------------------
+def make_numba_loops():
+    from numba import njit
+
+    from structpred.outputs import _chain_kernels as K
+
+    @njit(cache=False)
+    def viterbi_loop(n, U, P, out):
+        acc = 0.0
+        for i in range(n):
+            j = i % U.shape[0]
+            acc += K.viterbi(U[j], P[j], out)
+        return acc
+
+    @njit(cache=False)
+    def sum_product_loop(n, U, P, node, edge):
+        acc = 0.0
+        for i in range(n):
+            j = i % U.shape[0]
+            acc += K.sum_product(U[j], P[j], node, edge, True)
+        return acc
+
+    @njit(cache=False)
+    def log_partition_loop(n, U, P):
+        acc = 0.0
+        for i in range(n):
+            j = i % U.shape[0]
+            acc += K.log_partition(U[j], P[j])
+        return acc
+
+    return viterbi_loop, sum_product_loop, log_partition_loop
+
+
+# --- timing ----------------------------------------------------------------------------------
+def _time(run, n):
+    t0 = time.perf_counter()
+    run(n)
+    return time.perf_counter() - t0
+
+
+def throughput(run, seconds, repeat=3):
+    """Calls / s of ``run(n)`` (n calls): calibrate n to ``seconds`` per measurement, best of ``repeat``."""
+    n = 1
+    while True:
+        t = _time(run, n)
+        if t >= seconds / 10:
+            break
+        n *= 4 if t < seconds / 100 else 2
+    n = max(1, int(n * seconds / t))
+    return n / min(_time(run, n) for _ in range(repeat))
+
+
+def cut_fraction(U, P, cut):
+    """Fraction of the log-sum-exp terms of forward-backward (and of the marginal exps)
+    lying more than ``cut`` nats below their maximum / below -cut: those our kernels skip."""
+    n_pool, T, R = U.shape
+    below = total = 0
+    for k in range(n_pool):
+        alpha = np.empty((T, R))
+        beta = np.zeros((T, R))
+        alpha[0] = U[k, 0]
+        for t in range(1, T):
+            tmp = alpha[t - 1][:, None] + P[k, t - 1]                      # (a, b)
+            below += int(np.sum(tmp < tmp.max(axis=0) - cut))
+            total += tmp.size
+            alpha[t] = np.logaddexp.reduce(tmp, axis=0) + U[k, t]
+        for t in range(T - 2, -1, -1):
+            tmp = P[k, t] + (U[k, t + 1] + beta[t + 1])[None, :]          # (a, b)
+            below += int(np.sum(tmp < tmp.max(axis=1, keepdims=True) - cut))
+            total += tmp.size
+            beta[t] = np.logaddexp.reduce(tmp, axis=1)
+        logz = np.logaddexp.reduce(alpha[-1])
+        z = alpha + beta - logz
+        below += int(np.sum(z < -cut))
+        total += z.size
+        for t in range(T - 1):
+            z = alpha[t][:, None] - logz + P[k, t] + (U[k, t + 1] + beta[t + 1])[None, :]
+            below += int(np.sum(z < -cut))
+            total += z.size
+    return below / total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="short measurements (0.03 s), pool of 64")
+    ap.add_argument("--R", type=int, default=26, help="number of labels")
+    ap.add_argument("--T", type=int, default=8, help="chain length")
+    ap.add_argument("--pool", type=int, default=None, help="distinct score vectors cycled through (256)")
+    ap.add_argument("--seconds", type=float, default=None, help="time per measurement (0.3 s)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    seconds = args.seconds or (0.03 if args.quick else 0.3)
+    n_pool = args.pool or (64 if args.quick else 256)
+
+    import numba
+
+    from structpred.outputs import _chain_kernels as K
+    from structpred.outputs.chain import Chain
+
+    R, T, KB, N_ITER = args.R, args.T, 5, 10
+    sp = Chain(R)
+    rng = np.random.default_rng(args.seed)
+    V = rng.normal(size=(n_pool, sp.dim(T)))
+    U = np.ascontiguousarray(V[:, : T * R].reshape(n_pool, T, R))
+    P = np.ascontiguousarray(V[:, T * R:].reshape(n_pool, T - 1, R, R))
+    vs = list(V)
+    labels = list(rng.integers(0, R, size=(n_pool, T)))
+    mus = sp.marginals(vs)
+    UP = list(zip(U, P))
+
+    # warm up numba (cache load / compilation, not timed)
+    sp.decode(vs[0])
+    sp.loss_augmented(vs[0], labels[0])
+    sp.marginals(vs[0])
+    sp.log_partition(vs[0])
+    sp.top_k(vs[0], KB)
+    sp.bayes_decode(mus[0])
+    sp.max_min(vs[0], n_iter=N_ITER)
+    nb_viterbi_loop, nb_sum_product_loop, nb_log_partition_loop = make_numba_loops()
+    out = np.empty(T, dtype=np.int64)
+    node, edge = np.empty((T, R)), np.empty((T - 1, R, R))
+    nb_viterbi_loop(1, U, P, out)
+    nb_sum_product_loop(1, U, P, node, edge)
+    nb_log_partition_loop(1, U, P)
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Chain R={R}, T={T}: {n_pool} N(0, 1) score vectors (seed {args.seed}), "
+          f"{seconds:g} s per measurement, best of 3")
+    print(f"numba {numba.__version__}, numpy {np.__version__}, {platform.machine()}, "
+          f"{os.cpu_count()} cores, load average {load:.2f}")
+    print(f"log-sum-exp / marginal terms below the {K._CUT:g}-nat cut on these scores: "
+          f"{100 * cut_fraction(U, P, K._CUT):.4f} %")
+
+    with tempfile.TemporaryDirectory() as tmpdir:
+        lib, info = build_c(tmpdir)
+        c = CRef(lib) if lib is not None else None
+        print(f"C reference: {info}")
+
+        # --- check C == ours ------------------------------------------------------------------
+        if c is not None:
+            paths_equal, dscore, dmarg, dlogz = True, 0.0, 0.0, 0.0
+            yc = np.empty(T, dtype=np.int64)
+            nc, ec = np.empty((T, R)), np.empty((T - 1, R, R))
+            for k in range(n_pool):
+                s_c = c.viterbi(T, R, U[k], P[k], yc)
+                s_n = K.viterbi(U[k], P[k], out)
+                paths_equal &= bool(np.array_equal(yc, out)) and np.array_equal(yc, sp.decode(vs[k]))
+                dscore = max(dscore, abs(s_c - s_n))
+                lz_c = c.sum_product(T, R, U[k], P[k], nc, ec)
+                mu = sp.marginals(vs[k])
+                dmarg = max(dmarg, np.max(np.abs(mu[: T * R] - nc.ravel())), np.max(np.abs(mu[T * R:] - ec.ravel())))
+                lz = sp.log_partition(vs[k])
+                dlogz = max(dlogz, abs(lz_c - lz), abs(c.log_partition(T, R, U[k], P[k]) - lz))
+            ok = paths_equal and dscore <= 1e-10 and dmarg <= 1e-10 and dlogz <= 1e-10
+            print(f"check vs C on {n_pool} chains: Viterbi paths {'equal' if paths_equal else 'DIFFER'}, "
+                  f"max |score diff| {dscore:.1e}, max |marginal diff| {dmarg:.1e}, "
+                  f"max |log Z diff| {dlogz:.1e} -> {'OK' if ok else 'MISMATCH'}")
+            if not ok:
+                raise SystemExit("the C reference disagrees with structpred: not timing it")
+
+        # --- runners ----------------------------------------------------------------------------
+        def per_call(fn, items):
+            def run(n):
+                for it in islice(cycle(items), n):
+                    fn(*it)
+            return run
+
+        rows = {}
+        rows["decode"] = {"method": per_call(sp.decode, [(v,) for v in vs]),
+                          "kernel": per_call(lambda u, p: K.viterbi(u, p, out), UP)}
+        rows["loss_augmented"] = {"method": per_call(sp.loss_augmented, list(zip(vs, labels)))}
+        rows["marginals"] = {"method": per_call(sp.marginals, [(v,) for v in vs]),
+                             "kernel": per_call(lambda u, p: K.sum_product(u, p, node, edge, True), UP)}
+        rows["log_partition"] = {"method": per_call(sp.log_partition, [(v,) for v in vs]),
+                                 "kernel": per_call(K.log_partition, UP)}
+        Yk, Sk = np.zeros((KB, T), dtype=np.int64), np.zeros(KB)
+        rows[f"top_k (K={KB})"] = {"method": per_call(lambda v: sp.top_k(v, KB), [(v,) for v in vs]),
+                                   "kernel": per_call(lambda u, p: K.top_k_viterbi(u, p, KB, Yk, Sk), UP)}
+        rows["bayes_decode"] = {"method": per_call(sp.bayes_decode, [(m,) for m in mus])}
+
+        Lw = sp.weighted_loss(T)
+        eta = 1.0 / (2.0 * sp._cmax * float(np.max(sp.position_weights(T))))
+        iters = N_ITER * T
+        thU, thP, lnu = np.zeros((T, R)), np.zeros((T - 1, R, R)), np.empty((T, R))
+        mu_node, mu_edge, nu_bar = np.empty((T, R)), np.empty((T - 1, R, R)), np.empty((T, R))
+        lnu0 = -np.log(R)
+
+        def spmp_cold(u, p):
+            thU.fill(0.0)
+            thP.fill(0.0)
+            lnu.fill(lnu0)
+            K.spmp(u, p, Lw, sp._kind, eta, iters, thU, thP, lnu, mu_node, mu_edge, nu_bar)
+
+        spmp_cold(U[0], P[0])
+        ref = sp.max_min(vs[0], n_iter=N_ITER)
+        assert np.allclose(ref.mu[: T * R], mu_node.ravel()) and np.allclose(ref.nu, nu_bar.ravel())
+        rows[f"max_min ({iters} it)"] = {
+            "method": per_call(lambda v: sp.max_min(v, n_iter=N_ITER), [(v,) for v in vs]),
+            "kernel": per_call(spmp_cold, UP)}
+
+        rows["decode"]["loop numba"] = lambda n: nb_viterbi_loop(n, U, P, out)
+        rows["marginals"]["loop numba"] = lambda n: nb_sum_product_loop(n, U, P, node, edge)
+        rows["log_partition"]["loop numba"] = lambda n: nb_log_partition_loop(n, U, P)
+        if c is not None:
+            pU = [u.ctypes.data for u in U]
+            pP = [p.ctypes.data for p in P]
+            po, pn, pe = out.ctypes.data, node.ctypes.data, edge.ctypes.data
+            rows["decode"]["C"] = per_call(lambda a, b: c.fast_viterbi(T, R, a, b, po), list(zip(pU, pP)))
+            rows["marginals"]["C"] = per_call(lambda a, b: c.fast_sum_product(T, R, a, b, pn, pe), list(zip(pU, pP)))
+            rows["log_partition"]["C"] = per_call(lambda a, b: c.fast_log_partition(T, R, a, b), list(zip(pU, pP)))
+            pU0, pP0 = U.ctypes.data, P.ctypes.data
+            rows["decode"]["loop C"] = lambda n: c.viterbi_loop(n, n_pool, T, R, pU0, pP0, po)
+            rows["marginals"]["loop C"] = lambda n: c.sum_product_loop(n, n_pool, T, R, pU0, pP0, pn, pe)
+            rows["log_partition"]["loop C"] = lambda n: c.log_partition_loop(n, n_pool, T, R, pU0, pP0)
+
+        # --- measure and print --------------------------------------------------------------------
+        cols = ["method", "kernel", "C", "kern/C", "loop numba", "loop C", "loop n/C"]
+        print()
+        print("sequences / second (ratios: numba / C throughput, > 1 = structpred faster)")
+        print(f"{'oracle':<18}" + "".join(f"{h:>12}" for h in cols))
+
+        def fmt(x, ratio=False):
+            if x is None:
+                return f"{'-':>12}"
+            return f"{x:>11.2f}x" if ratio else f"{x:>12,.0f}"
+
+        for name, runs in rows.items():
+            r = {k: throughput(f, seconds) for k, f in runs.items()}
+            kc = r["kernel"] / r["C"] if "kernel" in r and "C" in r else None
+            lc = r["loop numba"] / r["loop C"] if "loop numba" in r and "loop C" in r else None
+            vals = [fmt(r.get("method")), fmt(r.get("kernel")), fmt(r.get("C")), fmt(kc, True),
+                    fmt(r.get("loop numba")), fmt(r.get("loop C")), fmt(lc, True)]
+            print(f"{name:<18}" + "".join(vals), flush=True)
+    print("(loss_augmented runs the viterbi kernel and bayes_decode is numpy only: no kernel column; "
+          "C log_partition is forward-only, ours runs forward-backward)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""AGM (NeurIPS 2018) Table 1: facial emotion intensity on CK sequences (AGM §4.1).
+
+167 sequences of 25-d frames labelled neutral < increasing < apex (0, 1, 2 here; the paper's
+1, 2, 3 give the same differences).  Splits come with the data (``ids_random.mat``: the
+first 120 of each permutation train, the last 47 test).  Six evaluation losses: zero-one,
+absolute and squared per node, each unweighted or weighted by the position ``t = 1..T``,
+always normalised by the sum of the weights (a weighted mean over the sequence's frames),
+then averaged over the test sequences.
+
+Methods (each loss trains its own model except the CRF, whose likelihood does not depend
+on the loss):
+
+* ``AGM``: the adversarial game surrogate, AdaGrad on the primal, argmax decoding;
+* ``CRF``: maximum likelihood (SDCA), Bayes-optimal decoding for each loss;
+* ``SSVM``: the structured hinge with the loss, BCFW;
+* ``M4N``: the same game surrogate as AGM trained by GBCFW (extra column).
+
+Features: each frame ``[x_t, 1]`` (25 + bias); unary weights per emotion class (6 blocks,
+the sequence's class picks its block), one transition matrix shared by all sequences.
+The regularisation of each (method, loss) is chosen by K-fold cross-validation on the
+training sequences of the first split, then used for all splits (AGM §4.1).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from structpred.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: evaluation losses: name -> (node loss, position weights)
+LOSSES = {
+    "zero_one": ("zero_one", None),
+    "absolute": ("absolute", None),
+    "squared": ("squared", None),
+    "weighted_zero_one": ("zero_one", "position"),
+    "weighted_absolute": ("absolute", "position"),
+    "weighted_squared": ("squared", "position"),
+}
+METHODS = ("AGM", "CRF", "SSVM", "M4N")
+#: the dataset label of the table (CK, Kim & Pavlovic 2010); the data view is ``emotion``
+DATASET = "ck"
+N_LABELS = 3
+N_EMOTIONS = 6
+
+
+def loss_space(name: str):
+    """The chain space of one evaluation loss."""
+    from structpred.outputs import Chain
+
+    if name not in LOSSES:
+        raise ConfigError(f"unknown AGM loss {name!r}; known: {', '.join(LOSSES)}")
+    node, weights = LOSSES[name]
+    return Chain(N_LABELS, node, weights)
+
+
+def sequences(arrays: dict[str, np.ndarray], idx) -> tuple:
+    """``(Sequences, labels)`` of the sequences ``idx``: frames with a bias column, grouped by
+    emotion class."""
+    from structpred.features import Sequences
+
+    frames = np.hstack([arrays["X"], np.ones((arrays["X"].shape[0], 1))])
+    full = Sequences(frames, arrays["offsets"], arrays["emotion"], N_EMOTIONS)
+    part = full.subset(idx)
+    y = full.split_labels(arrays["y"])
+    return part, [y[i] for i in np.asarray(idx)]
+
+
+def split_indices(arrays: dict[str, np.ndarray], split: int, n_train: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train / test sequence indices of one of the data's splits."""
+    perm = arrays["splits"][split]
+    return perm[:n_train], perm[n_train:]
+
+
+def _estimator(method: str, loss: str, lam: float, settings: dict, seed: int):
+    from structpred.estimators import AGM, CRF, M3N, M4N
+
+    space = loss_space(loss)
+    common = {"loss": space, "lam": float(lam), "n_passes": settings["n_passes"], "random_state": seed}
+    if method == "AGM":
+        return AGM(**common, step=settings["adagrad_step"], n_iter_oracle=settings["oracle_iterations"],
+                   eval_every=settings["n_passes"])
+    if method == "M4N":
+        return M4N(**common, n_iter_oracle=settings["oracle_iterations"], eval_every=settings["n_passes"])
+    if method == "SSVM":
+        return M3N(**common)
+    if method == "CRF":
+        return CRF(**common)
+    raise ConfigError(f"unknown AGM-table method {method!r}; known: {', '.join(METHODS)}")
+
+
+def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, seed: int) -> dict[str, float]:
+    """Test loss of ``method`` with regularisation ``lam`` for each loss in ``losses``.
+
+    The CRF is fitted once and decoded per loss (Bayes decoding with that loss's node
+    matrix); the other methods are fitted once per loss.
+    """
+    (X_tr, y_tr), (X_te, y_te) = train, test
+    out = {}
+    if method == "CRF":
+        est = _estimator("CRF", losses[0], lam, settings, seed).fit(X_tr, y_tr)
+        marg = est.predict_proba(X_te)
+        for loss in losses:
+            space = loss_space(loss)
+            out[loss] = float(np.mean(space.loss(y_te, space.bayes_decode(marg))))
+        return out
+    for loss in losses:
+        est = _estimator(method, loss, lam, settings, seed).fit(X_tr, y_tr)
+        out[loss] = est.task_loss(X_te, y_te)
+    return out
+
+
+def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, seed: int) -> list[dict]:
+    """K-fold CV on the first split's training sequences: one record per (loss, lambda) with the
+    mean validation loss over folds and ``selected`` on the best lambda of each loss (ties:
+    the first of the grid)."""
+    from structpred.experiments.seeding import int_seed, rng_for
+
+    train, _ = split_indices(arrays, 0, settings["n_train"])
+    folds = np.array_split(rng_for(seed, "agm_emotion", "cv").permutation(len(train)), settings["cv_folds"])
+    losses = list(settings["losses"])
+    scores = {(loss, lam): [] for loss in losses for lam in settings["lambdas"]}
+    for k, fold in enumerate(folds):
+        fit_idx = train[np.setdiff1d(np.arange(len(train)), fold)]
+        val_idx = train[fold]
+        for lam in settings["lambdas"]:
+            res = fit_and_score(method, lam, sequences(arrays, fit_idx), sequences(arrays, val_idx), losses,
+                                settings, int_seed(seed, "agm_emotion", method, "cv", k))
+            for loss, value in res.items():
+                scores[(loss, lam)].append(value)
+            log.info("%s CV fold %d lam=%g: %s", method, k, lam, {k_: round(v, 4) for k_, v in res.items()})
+    records = []
+    for loss in losses:
+        means = [float(np.mean(scores[(loss, lam)])) for lam in settings["lambdas"]]
+        best = int(np.argmin(means))
+        records += [{"loss": loss, "lam": float(lam), "cv_loss": m, "selected": i == best}
+                    for i, (lam, m) in enumerate(zip(settings["lambdas"], means))]
+    return records
+
+
+def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: dict[str, float],
+              settings: dict, seed: int) -> list[dict]:
+    """Tidy rows (metric = loss name, value = test loss) of one split with the CV-chosen lambdas."""
+    from structpred.experiments.seeding import int_seed
+
+    tr, te = split_indices(arrays, split, settings["n_train"])
+    train, test = sequences(arrays, tr), sequences(arrays, te)
+    rows = []
+    # methods sharing one fit across losses (CRF) are fitted once per distinct lambda
+    by_lam: dict[float, list[str]] = {}
+    for loss in settings["losses"]:
+        by_lam.setdefault(float(chosen[loss]), []).append(loss)
+    for lam, losses in by_lam.items():
+        res = fit_and_score(method, lam, train, test, losses, settings, int_seed(seed, "agm_emotion", method, split))
+        for loss in losses:
+            rows.append({"experiment": "agm_emotion", "task": "emotion", "dataset": DATASET, "method": method,
+                         "split": split, "lam": lam, "selected": True, "metric": loss, "value": res[loss]})
+    return rows

@@ -1,0 +1,156 @@
+"""Joint feature maps: how inputs ``x`` and weights ``W`` give the score ``v`` a space understands.
+
+DESIGN.md, "score parametrisation is separate": the solvers see a map with
+
+``scores(W)``      all scores ``v_i = Psi_i^T w`` (an ``(n, k)`` array or a list of vectors),
+``score(i, W)``    one score,
+``add(i, W, g)``   ``W += Psi_i g`` (back-propagates a score direction ``g`` into the weights),
+``norm2(i, g)``    ``||Psi_i g||^2`` (the BCFW / SDCA line searches),
+``weight_shape``   the shape of ``W``.
+
+:class:`LinearJoint` is ``phi(y) ⊗ x`` (``v_i = W^T x_i``; multiclass, ranking).
+:class:`ChainJoint` is the chain map of M4N App. G.2: unary scores ``U_t = W_g^T x_t`` from the
+per-position features (``W_g`` the block of the sequence's group, AGM's per-emotion weights)
+and one transition matrix shared by all edges, stacked as ``W = [W_0; ...; W_{G-1}; T]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from structpred.errors import StructpredError
+from structpred.features.sequences import Sequences, as_float_matrix, as_sequences
+
+
+@njit(cache=True)
+def _scores(X, i, W, v):
+    d, k = W.shape
+    for j in range(k):
+        v[j] = 0.0
+    for a in range(d):
+        xa = X[i, a]
+        if xa != 0.0:
+            for j in range(k):
+                v[j] += xa * W[a, j]
+
+
+@njit(cache=True)
+def _rank1(X, i, W, coef):
+    """``W += x_i coef^T``."""
+    d, k = W.shape
+    for a in range(d):
+        xa = X[i, a]
+        if xa != 0.0:
+            for j in range(k):
+                W[a, j] += xa * coef[j]
+
+
+class LinearJoint:
+    """``v_i = W^T x_i`` with ``W (d, k)``: the joint feature ``x_i phi(y)^T``."""
+
+    def __init__(self, X, k: int):
+        self.X = as_float_matrix(X)
+        self.k = int(k)
+        self.xnorm2 = np.einsum("ij,ij->i", self.X, self.X)
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def weight_shape(self) -> tuple:
+        return (self.X.shape[1], self.k)
+
+    def scores(self, W):
+        return self.X @ W
+
+    def score(self, i, W):
+        v = np.empty(self.k)
+        _scores(self.X, i, W, v)
+        return v
+
+    def add(self, i, W, g):
+        _rank1(self.X, i, W, np.ascontiguousarray(g, dtype=np.float64))
+
+    def norm2(self, i, g):
+        return float(self.xnorm2[i] * (g @ g))
+
+
+class ChainJoint:
+    """Chain scores ``U_t = W_{g_i}^T x_t`` (unaries), ``P_t = T`` (every edge), ``W`` of shape
+    ``(G d + R, R)``: ``<phi(y), v> = sum_t <W_g[:, y_t], x_t> + sum_t T[y_t, y_{t+1}]``."""
+
+    def __init__(self, X, space, n_groups: int | None = None):
+        self.seq = as_sequences(X)
+        self.R = int(space.n_labels)
+        self.space = space
+        self.G = self.seq.n_groups if n_groups is None else int(n_groups)
+        if self.seq.groups is not None and self.seq.groups.max() >= self.G:
+            raise StructpredError(f"group ids go up to {self.seq.groups.max()} but the model has {self.G} groups")
+
+    @property
+    def n(self) -> int:
+        return self.seq.n
+
+    @property
+    def n_features(self) -> int:
+        return self.seq.n_features
+
+    @property
+    def weight_shape(self) -> tuple:
+        return (self.G * self.seq.n_features + self.R, self.R)
+
+    def _block(self, i):
+        d = self.seq.n_features
+        g = 0 if self.seq.groups is None else int(self.seq.groups[i])
+        return slice(g * d, (g + 1) * d)
+
+    def score(self, i, W):
+        R = self.R
+        Xi = self.seq[i]
+        T = Xi.shape[0]
+        v = np.empty(T * R + (T - 1) * R * R)
+        v[: T * R] = (Xi @ W[self._block(i)]).ravel()
+        v[T * R:] = np.tile(W[-R:].ravel(), T - 1)
+        return v
+
+    def scores(self, W):
+        return [self.score(i, W) for i in range(self.n)]
+
+    def _parts(self, i, g):
+        R = self.R
+        Xi = self.seq[i]
+        T = Xi.shape[0]
+        g = np.asarray(g, dtype=np.float64)
+        return Xi, g[: T * R].reshape(T, R), g[T * R:].reshape(T - 1, R, R).sum(axis=0)
+
+    def add(self, i, W, g):
+        Xi, gu, gp = self._parts(i, g)
+        W[self._block(i)] += Xi.T @ gu
+        W[-self.R:] += gp
+
+    def norm2(self, i, g):
+        Xi, gu, gp = self._parts(i, g)
+        a = Xi.T @ gu
+        return float(np.sum(a * a) + np.sum(gp * gp))
+
+
+def joint_map(space, X, like=None):
+    """The joint feature map of ``space`` on inputs ``X`` (``like``: a fitted map whose
+    shape the new one must match, for prediction)."""
+    from structpred.outputs.chain import Chain
+
+    if isinstance(space, Chain):
+        fmap = ChainJoint(X, space, n_groups=None if like is None else like.G)
+    else:
+        if isinstance(X, (list, tuple, Sequences)):
+            raise StructpredError(f"{space!r} takes a 2-d feature matrix, not sequences")
+        fmap = LinearJoint(X, space.embedding_dim)
+    if like is not None and fmap.n_features != like.n_features:
+        raise StructpredError(f"X has {fmap.n_features} features, the model was fitted on {like.n_features}")
+    return fmap

@@ -723,3 +723,23 @@ def test_linear_loss_and_min_loss(loss, weights):
             assert abs(sp.min_loss(m)[0] - np.min(bf.L @ p)) < 1e-12
             for i in (0, len(bf.Y) // 2):
                 assert abs(sp.linear_loss(bf.Y[i], m)[0] - bf.L[i] @ p) < 1e-12
+
+
+def test_agm_game_value_equals_lp_within_spmp_gap():
+    """AGM's adversarial game on an emotion-like chain (3 ordinal labels, the six losses of
+    AGM Table 1) is the max-min oracle: the surrogate's lower / upper values bracket the
+    exact game value (LP over the local polytope) minus <v, phi(y)>, within the SP-MP gap."""
+    from structpred.experiments.agm import LOSSES, loss_space
+    from structpred.surrogates import maxmin_loss
+
+    rng = np.random.default_rng(11)
+    for name in LOSSES:
+        sp = loss_space(name)
+        for T in (2, 4):
+            v = rng.normal(size=sp.dim(T))
+            y = rng.integers(0, 3, size=T)
+            lp = maxmin_lp(v, sp.weighted_loss(T), 3, T) - float(v @ sp.embed(y))
+            lo, _ = maxmin_loss(sp, [v], [y], n_iter=100, bound="lower")
+            up, _ = maxmin_loss(sp, [v], [y], n_iter=100, bound="upper")
+            assert lo[0] - 1e-9 <= lp <= up[0] + 1e-9
+            assert up[0] - lo[0] < 0.01      # 100 x T SP-MP iterations

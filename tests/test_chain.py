@@ -742,4 +742,4 @@ def test_agm_game_value_equals_lp_within_spmp_gap():
             lo, _ = maxmin_loss(sp, [v], [y], n_iter=100, bound="lower")
             up, _ = maxmin_loss(sp, [v], [y], n_iter=100, bound="upper")
             assert lo[0] - 1e-9 <= lp <= up[0] + 1e-9
-            assert up[0] - lo[0] < 0.01      # 100 x T SP-MP iterations
+            assert up[0] - lo[0] < 0.01 * sp.node_loss.max()   # 100 x T SP-MP iterations (squared: max 4)

@@ -333,10 +333,24 @@ class Chain(OutputSpace):
         return [None] * int(n), [None] * int(n)
 
     def mix_warm_state(self, lmu, lnu, eps: float) -> None:
-        """In place: temper the mu iterate towards uniform, ``theta <- (1 - eps) theta``, and mix
-        the nu iterate, ``nu <- (1 - eps) nu + eps / R`` (see :func:`structpred.solvers.gbcfw`)."""
-        lmu *= 1.0 - eps
-        lnu[:] = np.logaddexp(lnu + np.log1p(-eps), np.log(eps / self.R))
+        """In place: mix both warm iterates with the uniform distribution in the mean-parameter
+        space, as the other spaces do (see :func:`structpred.solvers.gbcfw`).
+
+        ``mu``: its marginals (sum-product) are mixed, ``(1 - eps) mu + eps * uniform`` (a
+        convex combination of consistent chain marginals is consistent), and mapped back to
+        the canonical natural parameters of a chain, ``log mu_{t,t+1}`` on the edges and
+        ``-(deg_t - 1) log mu_t`` on the nodes.  Tempering ``theta`` instead does not bound
+        the distance to the next best response: on CK emotion, GBCFW's mean oracle gap grew
+        to 27 at lambda = 2^-4 (0.06 cold).  ``nu``: ``(1 - eps) nu + eps / R``.
+        """
+        R = self.R
+        T = self.length(lmu)
+        m = self.marginals(lmu)
+        m *= 1.0 - eps
+        m[: T * R] += eps / R
+        m[T * R:] += eps / (R * R)
+        lmu[:] = np.log(m) * self.entropy_coefficients(m)
+        lnu[:] = np.logaddexp(lnu + np.log1p(-eps), np.log(eps / R))
 
     def max_min(self, v, warm=None, n_iter: int = 10) -> MaxMinResult:
         """SP-MP for ``max_mu min_nu sum_t nu_t^T A_t mu_t + <v, mu>`` (M4N eq. 14, App. G.2).

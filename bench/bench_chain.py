@@ -46,9 +46,7 @@ host CPU, the C build the baseline x86-64 ISA):
   below the cut on the benchmark scores: with N(0, 1) scores it is (almost) zero, so
   here both sides evaluate (almost) the same number of ``exp``; the cut only pays off on
   peaked (e.g. trained, large-norm) scores, which this benchmark does not measure.
-* our ``log_partition`` kernel runs the full forward-backward (it shares
-  ``_forward_backward`` with ``sum_product``), while the C ``log_partition`` runs the
-  forward recursion only: that row's ratio measures this extra work too.
+* both ``log_partition`` implementations run the forward recursion only.
 * our kernels allocate their work arrays (numpy) on every call, C uses the stack.
 
 Before timing, the C results are checked against ours on every sequence of the pool:
@@ -482,7 +480,7 @@ def main():
                     fmt(r.get("loop numba")), fmt(r.get("loop C")), fmt(lc, True)]
             print(f"{name:<18}" + "".join(vals), flush=True)
     print("(loss_augmented runs the viterbi kernel and bayes_decode is numpy only: no kernel column; "
-          "C log_partition is forward-only, ours runs forward-backward)")
+          "both log_partition run the forward recursion only)")
 
 
 if __name__ == "__main__":

@@ -475,9 +475,9 @@ def test_mix_warm_state():
 
 def test_maxmin_projection_of_state_is_exact():
     """With n_iter = 0, max_min returns the projection of the warm state: mu = marginals(theta)
-    (the state holds the natural parameters of the mu iterate).  SP-MP projects in the linear
-    domain (``_sum_product_scaled``) with unary potentials exp(theta - max); potentials between
-    e^-745 and e^-708 are subnormal and carry few significant bits."""
+    (the state holds the natural parameters of the mu iterate).  SP-MP projects with scaled
+    potentials exp(theta - max) (``_scaled_project``); potentials between e^-745 and e^-708 are
+    subnormal and carry few significant bits, so those entries must take the log domain."""
     sp = Chain(2, iterations_per_node=False)
     T = 2
     for d in (-700.0, -730.0, -740.0, -744.0):
@@ -501,6 +501,80 @@ def test_maxmin_mu_consistent_after_many_iterations():
     np.testing.assert_allclose(U.sum(1), 1.0, atol=1e-12)
     np.testing.assert_allclose(P.sum(2), U[:-1], rtol=0, atol=1e-12)
     np.testing.assert_allclose(P.sum(1), U[1:], rtol=0, atol=1e-12)
+
+
+def reference_spmp(sp, v, n_iter, theta, lnu):
+    """SP-MP (M4N App. G.2) restated with numpy and log-domain marginals (``sp.marginals``):
+    mirror prox, mu on the marginal polytope, nu on simplices; returns the averaged half-step
+    iterates and the last natural parameters."""
+    U, P = sp.split(v)
+    T, R = U.shape
+    Lw = sp.weighted_loss(T)
+    eta = 1.0 / (2.0 * sp._cmax * float(np.max(sp.position_weights(T))))
+    thU, thP = (a.copy() for a in sp.split(theta))
+    lnu = lnu.reshape(T, R) - logsumexp(lnu.reshape(T, R), axis=1, keepdims=True)
+    cur = sp.marginals(theta)[: T * R].reshape(T, R)
+    to_mu = lambda x: np.einsum("tji,tj->ti", Lw, x)    # noqa: E731 (gradient for mu)
+    to_nu = lambda x: np.einsum("tij,tj->ti", Lw, x)    # noqa: E731 (gradient for nu)
+    sums = [np.zeros(sp.dim(T)), np.zeros((T, R))]
+    for _ in range(n_iter):
+        thP = thP + eta * P
+        half = sp.marginals(np.r_[(thU + eta * (U + to_mu(np.exp(lnu)))).ravel(), thP.ravel()])
+        hlnu = lnu - eta * to_nu(cur)
+        hlnu -= logsumexp(hlnu, axis=1, keepdims=True)
+        thU = thU + eta * (U + to_mu(np.exp(hlnu)))
+        lnu = lnu - eta * to_nu(half[: T * R].reshape(T, R))
+        lnu -= logsumexp(lnu, axis=1, keepdims=True)
+        cur = sp.marginals(np.r_[thU.ravel(), thP.ravel()])[: T * R].reshape(T, R)
+        sums[0] += half
+        sums[1] += np.exp(hlnu)
+    return sums[0] / n_iter, sums[1].ravel() / n_iter, np.r_[thU.ravel(), thP.ravel()]
+
+
+@pytest.mark.parametrize("scale", [0.05, 3.0, 30.0, 300.0])
+@pytest.mark.parametrize("loss,weights", [("hamming", None), ("random", "position")])
+def test_spmp_kernel_matches_log_domain_reference(loss, weights, scale):
+    """The kernel's scaled products, per-entry log-domain rescues and pruned sums give the
+    iterates of a plain log-domain SP-MP, from mild scores (all entries scaled) to peaked ones
+    (natural parameters spanning thousands of nats: most entries rescued, pruned edges)."""
+    R = 5
+    sp = chain_space(loss, weights, R, iterations_per_node=False)
+    rng = np.random.default_rng(int(scale * 10))
+    for T in (1, 2, 6):
+        v = scale * rng.normal(size=sp.dim(T))
+        theta = rng.normal(size=sp.dim(T))
+        lnu = rng.normal(size=T * R)
+        r = sp.max_min(v, warm=(theta, lnu), n_iter=30)
+        mu, nu, th = reference_spmp(sp, v, 30, theta, lnu)
+        np.testing.assert_allclose(r.mu, mu, rtol=0, atol=1e-9, err_msg=f"T = {T}")
+        np.testing.assert_allclose(r.nu, nu, rtol=0, atol=1e-9, err_msg=f"T = {T}")
+        np.testing.assert_allclose(r.state[0], th, rtol=1e-12, atol=1e-9, err_msg=f"T = {T}")
+        if T == 6 and scale >= 30:
+            assert np.ptp(th[: T * R].reshape(T, R), axis=1).max() > 1000   # the peaked regime
+
+
+def test_pruned_log_sums_are_exact():
+    """The rescues' pruned log-sum-exps stop once ``prev + bound`` is 40 nats below the best
+    term; with a valid bound they equal the full log-sum-exp (terms spanning 1000 nats)."""
+    from structpred.outputs import _chain_kernels as K
+
+    rng = np.random.default_rng(7)
+    R = 12
+    tmp, order = np.empty(R), np.empty(R, dtype=np.int64)
+    for _ in range(200):
+        prev, nxt = rng.uniform(-1000, 0, size=R), rng.uniform(-1000, 0, size=R)
+        thP, P = rng.uniform(-1000, 0, size=(R, R)), rng.normal(size=(R, R))
+        c = rng.uniform(0, 50)
+        eff = thP + c * P
+        K._argsort_desc(prev, order)
+        assert np.all(np.diff(prev[order]) <= 0)
+        for b in range(R):
+            got = K._pruned_lse_col(prev, thP, P, c, b, eff[:, b].max(), order, tmp)
+            assert abs(got - logsumexp(prev + eff[:, b])) < 1e-9
+        K._argsort_desc(nxt, order)
+        for a in range(R):
+            got = K._pruned_lse_row(nxt, thP, P, c, a, eff.max(), order, tmp)
+            assert abs(got - logsumexp(eff[a] + nxt)) < 1e-9
 
 
 # --- 9. iterations per node -------------------------------------------------------------------

@@ -81,3 +81,26 @@ def test_job_settings_depend_only_on_the_job():
     assert (t2["oracle_iterations"], t2["warm_start"], t2["n_passes"]) == (30, False, 100)
     with pytest.raises(ConfigError, match="not in any task"):
         job_settings(config, "m4n_table1", "wine", "M3N")
+
+
+def test_lambda_grid_in_parallel_gives_the_same_results():
+    """``n_jobs`` only changes where the lambdas are fitted: records (but the timings), the
+    selected lambda and the chosen history are the same as sequentially."""
+    from structpred.experiments.m4n import fit_lambda_grid
+
+    rng = np.random.default_rng(3)
+    split = {}
+    for part, n in (("train", 60), ("val", 30), ("test", 30)):
+        y = rng.integers(0, 3, size=n)
+        split[f"X_{part}"] = rng.normal(size=(n, 4)) + y[:, None]
+        split[f"y_{part}"] = y
+    kw = dict(method="M4N", loss="zero_one", n_labels=3, lambdas=[1.0, 0.1, 0.01], n_passes=3,
+              oracle_iterations=5, warm_start=True, random_state=0)
+    runs = [fit_lambda_grid(split, **kw, n_jobs=n) for n in (1, 2)]
+    (rec1, hist1), (rec2, hist2) = runs
+    drop = lambda recs: [{k: v for k, v in r.items() if k != "seconds"} for r in recs]  # noqa: E731
+    assert drop(rec1) == drop(rec2)
+    assert [r["lam"] for r in rec1] == [1.0, 0.1, 0.01]
+    assert sum(r["selected"] for r in rec1) == 1
+    cols = [c for c in hist1.columns if c != "seconds"]
+    assert hist1[cols].equals(hist2[cols])

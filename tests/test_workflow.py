@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +57,10 @@ def test_paper_config_dry_run(workdir):
     assert counts["audit_dataset"] == 24
     assert counts["agm_cv"] == 4 and counts["agm_train"] == 4 * 20
     assert counts["html_report"] == 1
+    # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
+    for method in ("M3N", "CRF", "M4N"):
+        assert re.search(rf"dataset=ocr, method={method}, split=0\n\s+threads: 2\n", out), method
+    assert not re.search(r"dataset=iris, method=M4N, split=0\n\s+threads:", out)
 
 
 def test_schema_rejects_typo(workdir):

@@ -42,6 +42,14 @@ def job_view(experiment, dataset):
     return config[experiment]["view"] if experiment == "agm_emotion" else dataset
 
 
+def train_threads(wildcards):
+    """Lambdas a training job fits in parallel: its task's ``threads`` (default 1)."""
+    if wildcards.experiment != "m4n_table1":
+        return 1
+    task = next(t for t in config["m4n_table1"]["tasks"].values() if wildcards.dataset in t["datasets"])
+    return task.get("threads", 1)
+
+
 def result_files(experiment):
     return [f"results/{experiment}/{d}/{m}/split{s}.csv" for d, m, s in experiment_jobs(experiment)]
 

@@ -1,4 +1,5 @@
-# One job = one (experiment, dataset, method, split): the whole lambda grid and model selection.
+# One job = one (experiment, dataset, method, split): the whole lambda grid and model selection
+# (a task's `threads` lambdas fitted in parallel).
 
 
 rule audit_dataset:
@@ -34,9 +35,9 @@ rule train:
         seed=config["seed"],
     log:
         "logs/train/{experiment}/{dataset}/{method}/split{split}.log",
-    threads: 1
+    threads: train_threads
     resources:
-        mem_mb=4000,
+        mem_mb=lambda wc, threads: 4000 * threads,
         runtime=240,
     conda:
         ENV

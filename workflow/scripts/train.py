@@ -14,6 +14,7 @@ wc = snakemake.wildcards  # noqa: F821
 split, meta = load_split(snakemake.input[0])  # noqa: F821
 rows, history = run_job(split, meta, experiment=wc.experiment, dataset=wc.dataset,
                         method=wc.method, split_index=int(wc.split),
-                        settings=snakemake.params.settings, seed=snakemake.params.seed)  # noqa: F821
+                        settings=snakemake.params.settings, seed=snakemake.params.seed,  # noqa: F821
+                        n_jobs=snakemake.threads)  # noqa: F821
 write_csv(history, snakemake.output.history)  # noqa: F821
 write_csv(make_rows(rows), snakemake.output.rows)  # noqa: F821

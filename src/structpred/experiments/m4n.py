@@ -50,38 +50,56 @@ def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passe
     raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
 
 
+def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, n_passes: int,
+                   oracle_iterations: int, warm_start: bool, random_state: int,
+                   eval_every: int = 1) -> tuple[dict, pd.DataFrame]:
+    """Fit one model on ``parts = ((X_tr, y_tr), (X_va, y_va), (X_te, y_te))``; returns its
+    record (``lam``, ``val_loss``, ``test_loss``, ``seconds``, the last pass's ``gap`` and
+    ``oracle_gap`` for M4N) and its history."""
+    (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = parts
+    est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
+                         oracle_iterations=oracle_iterations, warm_start=warm_start,
+                         random_state=random_state, eval_every=eval_every)
+    start = time.perf_counter()
+    est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
+    seconds = time.perf_counter() - start
+    last = est.history_.iloc[-1]
+    record = {"lam": float(lam), "val_loss": est.task_loss(X_va, y_va),
+              "test_loss": est.task_loss(X_te, y_te), "seconds": seconds, "gap": float(last["gap"])}
+    if "oracle_gap" in est.history_:
+        record["oracle_gap"] = float(last["oracle_gap"])
+    return record, est.history_.assign(lam=float(lam))
+
+
 def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_labels: int,
                     lambdas, n_passes: int, oracle_iterations: int, warm_start: bool,
-                    random_state: int, eval_every: int = 1) -> tuple[list[dict], pd.DataFrame]:
-    """Fit one model per lambda; return per-lambda records and the history of the chosen one.
-
-    Records carry ``val_loss``, ``test_loss``, ``seconds`` and the last pass's ``gap`` (and
-    ``oracle_gap`` for M4N); the lambda with the lowest validation loss is ``selected``
-    (ties: the first in grid order).
+                    random_state: int, eval_every: int = 1,
+                    n_jobs: int = 1) -> tuple[list[dict], pd.DataFrame]:
+    """Fit one model per lambda (:func:`fit_one_lambda`, ``n_jobs`` lambdas at a time in
+    separate processes; the fits are independent, so the results do not depend on
+    ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
+    with the lowest validation loss is ``selected`` (ties: the first in grid order).
     """
+    from joblib import Parallel, delayed
+
     from structpred.experiments.splits import split_part
 
-    (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = (split_part(split, p) for p in ("train", "val", "test"))
-    records, histories, val_losses = [], [], []
-    for lam in lambdas:
-        est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
-                             oracle_iterations=oracle_iterations, warm_start=warm_start,
-                             random_state=random_state, eval_every=eval_every)
-        start = time.perf_counter()
-        est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
-        seconds = time.perf_counter() - start
-        val_loss = est.task_loss(X_va, y_va)
-        last = est.history_.iloc[-1]
-        metrics = {"val_loss": val_loss, "test_loss": est.task_loss(X_te, y_te),
-                   "seconds": seconds, "gap": float(last["gap"])}
-        if "oracle_gap" in est.history_:
-            metrics["oracle_gap"] = float(last["oracle_gap"])
-        log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", method, lam, val_loss,
-                 metrics["test_loss"], seconds)
-        val_losses.append(val_loss)
-        histories.append(est.history_.assign(lam=float(lam)))
-        records.append({"lam": float(lam), **metrics})
-    best = int(np.argmin(val_losses))
+    parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
+    settings = {"method": method, "loss": loss, "n_labels": n_labels, "n_passes": n_passes,
+                "oracle_iterations": oracle_iterations, "warm_start": warm_start,
+                "random_state": random_state, "eval_every": eval_every}
+    if n_jobs == 1:
+        fits = (fit_one_lambda(parts, lam=lam, **settings) for lam in lambdas)
+    else:
+        fits = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(fit_one_lambda)(parts, lam=lam, **settings) for lam in lambdas)
+    records, histories = [], []
+    for record, history in fits:
+        log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", method, record["lam"], record["val_loss"],
+                 record["test_loss"], record["seconds"])
+        records.append(record)
+        histories.append(history)
+    best = int(np.argmin([rec["val_loss"] for rec in records]))
     for i, rec in enumerate(records):
         rec["selected"] = i == best
     return records, histories[best]
@@ -123,9 +141,9 @@ def job_settings(config: dict, experiment: str, dataset: str, method: str) -> di
 
 
 def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,
-            method: str, split_index: int, settings: dict, seed: int):
-    """Run one (experiment, dataset, method, split) job with :func:`job_settings`'s settings;
-    returns (tidy rows, history of the chosen lambda)."""
+            method: str, split_index: int, settings: dict, seed: int, n_jobs: int = 1):
+    """Run one (experiment, dataset, method, split) job with :func:`job_settings`'s settings
+    (``n_jobs`` lambdas in parallel); returns (tidy rows, history of the chosen lambda)."""
     from structpred.experiments.seeding import int_seed
 
     records, history = fit_lambda_grid(
@@ -133,7 +151,7 @@ def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, datase
         lambdas=settings["lambdas"], n_passes=settings["n_passes"],
         oracle_iterations=settings["oracle_iterations"], warm_start=settings["warm_start"],
         random_state=int_seed(seed, dataset, "order", split_index),
-        eval_every=settings.get("eval_every") or 1)
+        eval_every=settings.get("eval_every") or 1, n_jobs=n_jobs)
     rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
                            method=method, split=split_index)
     return rows, history

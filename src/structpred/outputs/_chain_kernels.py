@@ -189,104 +189,235 @@ def _loss_times(Lw, kind, x, out, transpose):
 
 @njit(cache=True)
 def _log_softmax_rows(z, out):
+    """Row-wise ``z -= logsumexp(z)`` and ``out = exp(z)`` (one exp per entry)."""
     T, R = z.shape
     for t in range(T):
-        m = _lse(z[t], R)
+        m = z[t, 0]
+        for j in range(1, R):
+            m = max(m, z[t, j])
+        s = 0.0
         for j in range(R):
-            z[t, j] -= m
-            out[t, j] = np.exp(z[t, j])
+            e = np.exp(z[t, j] - m)
+            out[t, j] = e
+            s += e
+        inv = 1.0 / s
+        shift = m + np.log(s)
+        for j in range(R):
+            out[t, j] *= inv
+            z[t, j] -= shift
 
 
-#: smallest normaliser the linear-domain sum-product accepts: every product it forms is
-#: then far above the subnormal range, so rounding stays relative (else: log domain)
+#: a scaled sum below this is recomputed exactly in the log domain (every product kept
+#: is then far above the subnormal range, so rounding stays relative)
 _TINY = 1e-200
+#: the columns of the scaled pairwise potentials are renormalised once their max drops
+#: below ``1 / _RESCALE``
+_RESCALE = 1e8
+#: pairwise marginals are formed as products of scaled factors while their common scale
+#: is below this (else entry by entry in the log domain)
+_EDGE_SCALE = 1e100
 
 
 @njit(cache=True)
-def _sum_product_scaled(thU, E, node, edge, with_edges, alpha, beta, u):
-    """Sum-product in the linear domain with per-position normalisation: unary potentials
-    ``exp(thU[t] - max)``, pairwise potentials ``E (T-1, R, R)`` (already exponentiated and
-    scaled).  Costs multiplications only (no exp per edge entry).  Returns False if a
-    message underflows to zero (the caller then falls back to the log domain)."""
-    T, R = thU.shape
-    for t in range(T):
-        m = thU[t, 0]
-        for j in range(1, R):
-            m = max(m, thU[t, j])
-        for j in range(R):
-            u[t, j] = np.exp(thU[t, j] - m)
-    z = 0.0
-    for j in range(R):
-        alpha[0, j] = u[0, j]
-        z += u[0, j]
-    for j in range(R):
-        alpha[0, j] /= z
-    for t in range(1, T):
+def _init_potentials(thP, P, eta, E, cm, G, gm):
+    """Scaled pairwise potentials of :func:`spmp`: ``E[t, a, b] = exp(thP[t, a, b] - cm[t, b])``
+    (column max 1) and the per-iteration factor ``G = exp(eta P - gm)`` (column max 1)."""
+    T1, R, _ = thP.shape
+    for t in range(T1):
         for b in range(R):
-            alpha[t, b] = 0.0
+            m = thP[t, 0, b]
+            mg = eta * P[t, 0, b]
+            for a in range(1, R):
+                m = max(m, thP[t, a, b])
+                mg = max(mg, eta * P[t, a, b])
+            cm[t, b] = m
+            gm[t, b] = mg
+            for a in range(R):
+                E[t, a, b] = np.exp(thP[t, a, b] - m)
+                G[t, a, b] = np.exp(eta * P[t, a, b] - mg)
+
+
+@njit(cache=True)
+def _step_potentials(E, cm, G, gm, thP, P, c):
+    """One pairwise mirror step, ``thP + c P`` -> ``thP + (c + eta) P``, on the scaled
+    potentials; a column whose max drops below ``_TINY`` is recomputed exactly."""
+    T1, R, _ = E.shape
+    mcol = np.empty(R)
+    for t in range(T1):
+        mcol[:] = 0.0
         for a in range(R):
-            al = alpha[t - 1, a]
-            if al != 0.0:
-                for b in range(R):
-                    alpha[t, b] += al * E[t - 1, a, b]
-        z = 0.0
+            for b in range(R):
+                e = E[t, a, b] * G[t, a, b]
+                E[t, a, b] = e
+                mcol[b] = max(mcol[b], e)
         for b in range(R):
-            alpha[t, b] *= u[t, b]
-            z += alpha[t, b]
-        if not (z > _TINY and z < np.inf):
-            return False
-        for b in range(R):
-            alpha[t, b] /= z
+            cm[t, b] += gm[t, b]
+            m = mcol[b]
+            if m >= 1.0 / _RESCALE:
+                continue
+            if m > _TINY:
+                inv = 1.0 / m
+                for a in range(R):
+                    E[t, a, b] *= inv
+                cm[t, b] += np.log(m)
+                continue
+            m = -np.inf
+            for a in range(R):
+                m = max(m, thP[t, a, b] + c * P[t, a, b])
+            for a in range(R):
+                E[t, a, b] = np.exp(thP[t, a, b] + c * P[t, a, b] - m)
+            cm[t, b] = m
+
+
+@njit(cache=True)
+def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, ex, fw, sc, work,
+                    order, arows):
+    """Marginals of the chain with natural parameters ``(thU, thP + c P)``: unary marginals to
+    ``node`` and, if ``with_edges``, pairwise marginals *added* to ``edge_acc``.
+
+    Log-domain messages ``la`` (forward) and ``lb`` (backward), each step a product of
+    exp-scaled messages with the scaled potentials ``E`` (:func:`_init_potentials`), so a
+    step costs multiplications and ``O(R)`` exp / log; an entry whose scaled sum falls
+    below ``_TINY`` (its terms lost in ``E``) is recomputed exactly from ``thP + c P``.
+    ``ex[t] = exp(la[t] - sc[t, 0])`` and ``fw[t] = exp(cm[t] + thU[t+1] + lb[t+1] -
+    sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
+    0] + sc[t, 1] - log Z)``.
+    """
+    T, R = thU.shape
+    acc, wl, tmp = work[0], work[1], work[2]
     for j in range(R):
-        beta[T - 1, j] = 1.0
+        la[0, j] = thU[0, j]
+    for t in range(1, T):
+        m = la[t - 1, 0]
+        for a in range(1, R):
+            m = max(m, la[t - 1, a])
+        sc[t - 1, 0] = m
+        for a in range(R):
+            ex[t - 1, a] = np.exp(la[t - 1, a] - m)
+        sorted_ = False
+        for b in range(R):
+            acc[b] = 0.0
+        for a in range(R):
+            f = ex[t - 1, a]
+            if f != 0.0:
+                for b in range(R):
+                    acc[b] += f * E[t - 1, a, b]
+        for b in range(R):
+            s = acc[b]
+            if s > _TINY:
+                la[t, b] = m + np.log(s) + cm[t - 1, b] + thU[t, b]
+            else:
+                if not sorted_:
+                    _argsort_desc(la[t - 1], order)
+                    sorted_ = True
+                la[t, b] = _pruned_lse_col(la[t - 1], thP[t - 1], P[t - 1], c, b, cm[t - 1, b], order, tmp) + thU[t, b]
+    logz = _lse(la[T - 1], R)
+    for j in range(R):
+        lb[T - 1, j] = 0.0
     for t in range(T - 2, -1, -1):
-        z = 0.0
+        m = -np.inf
+        for b in range(R):
+            m = max(m, cm[t, b] + thU[t + 1, b] + lb[t + 1, b])
+        sc[t, 1] = m
+        rowmax = cm[t, 0]
+        for b in range(R):
+            fw[t, b] = np.exp(cm[t, b] + thU[t + 1, b] + lb[t + 1, b] - m)
+            rowmax = max(rowmax, cm[t, b])
+        sorted_ = False
         for a in range(R):
             s = 0.0
             for b in range(R):
-                s += E[t, a, b] * u[t + 1, b] * beta[t + 1, b]
-            beta[t, a] = s
-            z += s
-        if not (z > _TINY and z < np.inf):
-            return False
-        for a in range(R):
-            beta[t, a] /= z
+                s += E[t, a, b] * fw[t, b]
+            if s > _TINY:
+                lb[t, a] = m + np.log(s)
+            else:
+                if not sorted_:
+                    for b in range(R):
+                        wl[b] = thU[t + 1, b] + lb[t + 1, b]
+                    _argsort_desc(wl, order)
+                    sorted_ = True
+                lb[t, a] = _pruned_lse_row(wl, thP[t], P[t], c, a, rowmax, order, tmp)
     for t in range(T):
-        z = 0.0
         for j in range(R):
-            node[t, j] = alpha[t, j] * beta[t, j]
-            z += node[t, j]
-        if not (z > _TINY):
-            return False
-        for j in range(R):
-            node[t, j] /= z
-    if with_edges:
-        for t in range(T - 1):
-            z = 0.0
+            d = la[t, j] + lb[t, j] - logz
+            node[t, j] = np.exp(d) if d > -_CUT else 0.0
+    if not with_edges:
+        return
+    for t in range(T - 1):
+        k = sc[t, 0] + sc[t, 1] - logz
+        if k < np.log(_EDGE_SCALE):
+            k = np.exp(k)
             for a in range(R):
-                al = alpha[t, a]
-                for b in range(R):
-                    e = al * E[t, a, b] * u[t + 1, b] * beta[t + 1, b]
-                    edge[t, a, b] = e
-                    z += e
-            if not (z > _TINY):
-                return False
-            for a in range(R):
-                for b in range(R):
-                    edge[t, a, b] /= z
-    return True
+                f = ex[t, a] * k
+                if f != 0.0:
+                    for b in range(R):
+                        edge_acc[t, a, b] += f * E[t, a, b] * fw[t, b]
+            continue
+        rowmax = cm[t, 0]
+        for b in range(R):
+            wl[b] = thU[t + 1, b] + lb[t + 1, b]
+            rowmax = max(rowmax, cm[t, b])
+        _argsort_desc(wl, order)
+        _argsort_desc(la[t], arows)
+        for i in range(R):
+            a = arows[i]
+            base = la[t, a] - logz
+            if base + rowmax + wl[order[0]] < -_CUT:
+                break
+            for j in range(R):
+                b = order[j]
+                if base + rowmax + wl[b] < -_CUT:
+                    break
+                d = base + thP[t, a, b] + c * P[t, a, b] + wl[b]
+                if d > -_CUT:
+                    edge_acc[t, a, b] += np.exp(d)
 
 
 @njit(cache=True)
-def _project(thU, thP, E, node, edge, with_edges, alpha, beta, u, linear):
-    """Marginals of the natural parameters ``(thU, thP)``; ``E`` holds ``exp(thP)`` up to a
-    per-edge scale.  Linear domain while ``linear[0]``; once a message underflows, log
-    domain (and ``linear[0] = False``: the iterates only get more peaked)."""
-    if linear[0]:
-        if _sum_product_scaled(thU, E, node, edge, with_edges, alpha, beta, u):
-            return
-        linear[0] = False
-    sum_product(thU, thP, node, edge, with_edges)
+def _argsort_desc(x, order):
+    """``order`` = the indices of ``x`` by decreasing value (insertion sort, stable)."""
+    n = x.shape[0]
+    for i in range(n):
+        j = i
+        while j > 0 and x[order[j - 1]] < x[i]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+
+
+@njit(cache=True)
+def _pruned_lse_col(prev, thP, P, c, b, bound, order, tmp):
+    """``log sum_a exp(prev[a] + thP[a, b] + c P[a, b])`` over the ``a`` in ``order`` (``prev``
+    descending) until ``prev[a] + bound`` (``bound >= max_a thP[a, b] + c P[a, b]``) is
+    ``_CUT`` nats below the largest term: the rest cannot count."""
+    mx = -np.inf
+    n = 0
+    for i in range(order.shape[0]):
+        a = order[i]
+        if prev[a] + bound < mx - _CUT:
+            break
+        x = prev[a] + thP[a, b] + c * P[a, b]
+        tmp[i] = x
+        mx = max(mx, x)
+        n = i + 1
+    return _lse(tmp, n)
+
+
+@njit(cache=True)
+def _pruned_lse_row(nxt, thP, P, c, a, bound, order, tmp):
+    """``log sum_b exp(thP[a, b] + c P[a, b] + nxt[b])``, pruned as :func:`_pruned_lse_col`
+    (``order``: ``nxt`` descending; ``bound >= max_b thP[a, b] + c P[a, b]``)."""
+    mx = -np.inf
+    n = 0
+    for i in range(order.shape[0]):
+        b = order[i]
+        if nxt[b] + bound < mx - _CUT:
+            break
+        x = thP[a, b] + c * P[a, b] + nxt[b]
+        tmp[i] = x
+        mx = max(mx, x)
+        n = i + 1
+    return _lse(tmp, n)
 
 
 @njit(cache=True)
@@ -299,65 +430,52 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     the Shannon entropy: a mirror step is a softmax of ``lnu - eta * gradient``.
     ``Lw[t] = w_t * loss_matrix`` (row = the nu / true label; ``kind`` as in
     :func:`_loss_times`).  The pairwise gradient ``eta * P`` is the same at every step, so
-    ``exp(thP)`` is kept (rescaled per edge) and updated by multiplication with
-    ``exp(eta P)``: the projections need no exp per edge entry.  The state arrays
-    ``thU (T, R)``, ``thP (T-1, R, R)``, ``lnu (T, R)`` hold the last iterates and are
-    updated in place (warm start); the averages of the half-step iterates are written
-    to ``mu_node``, ``mu_edge``, ``nu_bar``.
+    after ``k`` iterations the pairwise parameters are ``thP + k eta P``: the kernel keeps
+    them as scaled potentials (:func:`_step_potentials`, no exp per entry) and writes
+    ``thP`` at the end.  The state arrays ``thU (T, R)``, ``thP (T-1, R, R)``, ``lnu (T, R)``
+    hold the last iterates and are updated in place (warm start); the averages of the
+    half-step iterates are written to ``mu_node``, ``mu_edge``, ``nu_bar``.
     """
     T, R = U.shape
     Tm = max(T - 1, 1)
-    alpha = np.empty((T, R))
-    beta = np.empty((T, R))
-    u = np.empty((T, R))
-    linear = np.ones(1, dtype=np.bool_)
     E = np.empty((Tm, R, R))
     G = np.empty((Tm, R, R))
-    for t in range(T - 1):
-        m = thP[t, 0, 0]
-        for a in range(R):
-            for b in range(R):
-                m = max(m, thP[t, a, b])
-        for a in range(R):
-            for b in range(R):
-                E[t, a, b] = np.exp(thP[t, a, b] - m)
-                G[t, a, b] = np.exp(eta * P[t, a, b])
-    cur = np.empty((T, R))          # unary marginals of the current mu iterate
-    dummy = np.empty((1, R, R))
-    _project(thU, thP, E, cur, dummy, False, alpha, beta, u, linear)
-    nu = np.empty((T, R))
-    _log_softmax_rows(lnu, nu)
-    hU = np.empty((T, R))
-    hP = np.empty((Tm, R, R))
-    hnode = np.empty((T, R))
-    hedge = np.empty((Tm, R, R))
-    hnu = np.empty((T, R))
-    hlnu = np.empty((T, R))
-    g = np.empty((T, R))
+    cm = np.empty((Tm, R))
+    gm = np.empty((Tm, R))
+    la = np.empty((T, R))
+    lb = np.empty((T, R))
+    ex = np.empty((Tm, R))
+    fw = np.empty((Tm, R))
+    sc = np.empty((Tm, 2))
+    work = np.empty((3, R))
+    order = np.empty(R, dtype=np.int64)
+    arows = np.empty(R, dtype=np.int64)
+    _init_potentials(thP, P, eta, E[: T - 1], cm, G[: T - 1], gm)
     mu_node[:] = 0.0
     mu_edge[:] = 0.0
     nu_bar[:] = 0.0
-    for _ in range(n_iter):
+    cur = np.empty((T, R))          # unary marginals of the current mu iterate
+    _scaled_project(thU, E, cm, thP, P, 0.0, cur, mu_edge, n_iter == 0, la, lb, ex, fw, sc, work, order, arows)
+    nu = np.empty((T, R))
+    _log_softmax_rows(lnu, nu)
+    if n_iter == 0:
+        mu_node[:] = cur
+        nu_bar[:] = nu
+        return
+    hU = np.empty((T, R))
+    hnode = np.empty((T, R))
+    hnu = np.empty((T, R))
+    hlnu = np.empty((T, R))
+    g = np.empty((T, R))
+    for k in range(1, n_iter + 1):
         # the pairwise natural parameters after this iteration (same for half and full step)
-        for t in range(T - 1):
-            m = 0.0
-            for a in range(R):
-                for b in range(R):
-                    hP[t, a, b] = thP[t, a, b] + eta * P[t, a, b]
-                    e = E[t, a, b] * G[t, a, b]
-                    E[t, a, b] = e
-                    m = max(m, e)
-            if m > 0.0:
-                inv = 1.0 / m
-                for a in range(R):
-                    for b in range(R):
-                        E[t, a, b] *= inv
+        _step_potentials(E[: T - 1], cm, G[: T - 1], gm, thP, P, k * eta)
         # half step from the current pair
         _loss_times(Lw, kind, nu, g, True)
         for t in range(T):
             for j in range(R):
                 hU[t, j] = thU[t, j] + eta * (U[t, j] + g[t, j])
-        _project(hU, hP[: T - 1], E, hnode, hedge[: T - 1], True, alpha, beta, u, linear)
+        _scaled_project(hU, E, cm, thP, P, k * eta, hnode, mu_edge, True, la, lb, ex, fw, sc, work, order, arows)
         _loss_times(Lw, kind, cur, g, False)
         for t in range(T):
             for j in range(R):
@@ -368,24 +486,20 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
         for t in range(T):
             for j in range(R):
                 thU[t, j] += eta * (U[t, j] + g[t, j])
-        for t in range(T - 1):
-            for a in range(R):
-                for b in range(R):
-                    thP[t, a, b] = hP[t, a, b]
         _loss_times(Lw, kind, hnode, g, False)
         for t in range(T):
             for j in range(R):
                 lnu[t, j] -= eta * g[t, j]
         _log_softmax_rows(lnu, nu)
-        _project(thU, thP, E, cur, dummy, False, alpha, beta, u, linear)
+        _scaled_project(thU, E, cm, thP, P, k * eta, cur, mu_edge, False, la, lb, ex, fw, sc, work, order, arows)
         mu_node += hnode
-        mu_edge += hedge[: T - 1]
         nu_bar += hnu
-    if n_iter > 0:
-        inv = 1.0 / n_iter
-        mu_node *= inv
-        mu_edge *= inv
-        nu_bar *= inv
-    else:
-        _project(thU, thP, E, mu_node, mu_edge, True, alpha, beta, u, linear)
-        nu_bar[:] = nu
+    c = n_iter * eta
+    for t in range(T - 1):
+        for a in range(R):
+            for b in range(R):
+                thP[t, a, b] += c * P[t, a, b]
+    inv = 1.0 / n_iter
+    mu_node *= inv
+    mu_edge *= inv
+    nu_bar *= inv

@@ -554,8 +554,9 @@ def test_spmp_kernel_matches_log_domain_reference(loss, weights, scale):
 
 
 def test_pruned_log_sums_are_exact():
-    """The rescues' pruned log-sum-exps stop once ``prev + bound`` is 40 nats below the best
-    term; with a valid bound they equal the full log-sum-exp (terms spanning 1000 nats)."""
+    """The rescues' pruned log-sum-exps (columns of the forward, rows of the backward) stop
+    once ``base + bound`` is 40 nats below the best term; with a valid bound they equal the
+    full log-sum-exp (terms spanning 1000 nats)."""
     from structpred.outputs import _chain_kernels as K
 
     rng = np.random.default_rng(7)
@@ -569,11 +570,11 @@ def test_pruned_log_sums_are_exact():
         K._argsort_desc(prev, order)
         assert np.all(np.diff(prev[order]) <= 0)
         for b in range(R):
-            got = K._pruned_lse_col(prev, thP, P, c, b, eff[:, b].max(), order, tmp)
+            got = K._pruned_lse(prev, thP[:, b], P[:, b], c, eff[:, b].max(), order, tmp)
             assert abs(got - logsumexp(prev + eff[:, b])) < 1e-9
         K._argsort_desc(nxt, order)
         for a in range(R):
-            got = K._pruned_lse_row(nxt, thP, P, c, a, eff.max(), order, tmp)
+            got = K._pruned_lse(nxt, thP[a], P[a], c, eff.max(), order, tmp)
             assert abs(got - logsumexp(eff[a] + nxt)) < 1e-9
 
 

@@ -310,7 +310,8 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 if not sorted_:
                     _argsort_desc(la[t - 1], order)
                     sorted_ = True
-                la[t, b] = _pruned_lse_col(la[t - 1], thP[t - 1], P[t - 1], c, b, cm[t - 1, b], order, tmp) + thU[t, b]
+                la[t, b] = thU[t, b] + _pruned_lse(la[t - 1], thP[t - 1, :, b], P[t - 1, :, b], c,
+                                                   cm[t - 1, b], order, tmp)
     logz = _lse(la[T - 1], R)
     for j in range(R):
         lb[T - 1, j] = 0.0
@@ -336,7 +337,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                         wl[b] = thU[t + 1, b] + lb[t + 1, b]
                     _argsort_desc(wl, order)
                     sorted_ = True
-                lb[t, a] = _pruned_lse_row(wl, thP[t], P[t], c, a, rowmax, order, tmp)
+                lb[t, a] = _pruned_lse(wl, thP[t, a], P[t, a], c, rowmax, order, tmp)
     for t in range(T):
         for j in range(R):
             d = la[t, j] + lb[t, j] - logz
@@ -386,37 +387,20 @@ def _argsort_desc(x, order):
 
 
 @njit(cache=True)
-def _pruned_lse_col(prev, thP, P, c, b, bound, order, tmp):
-    """``log sum_a exp(prev[a] + thP[a, b] + c P[a, b])`` over the ``a`` in ``order`` (``prev``
-    descending) until ``prev[a] + bound`` (``bound >= max_a thP[a, b] + c P[a, b]``) is
+def _pruned_lse(base, pot, slope, c, bound, order, tmp):
+    """``log sum_i exp(base[i] + pot[i] + c slope[i])`` over the ``i`` in ``order`` (``base``
+    descending) until ``base[i] + bound`` (``bound >= max_i pot[i] + c slope[i]``) is
     ``_CUT`` nats below the largest term: the rest cannot count."""
     mx = -np.inf
     n = 0
-    for i in range(order.shape[0]):
-        a = order[i]
-        if prev[a] + bound < mx - _CUT:
+    for k in range(order.shape[0]):
+        i = order[k]
+        if base[i] + bound < mx - _CUT:
             break
-        x = prev[a] + thP[a, b] + c * P[a, b]
-        tmp[i] = x
+        x = base[i] + pot[i] + c * slope[i]
+        tmp[k] = x
         mx = max(mx, x)
-        n = i + 1
-    return _lse(tmp, n)
-
-
-@njit(cache=True)
-def _pruned_lse_row(nxt, thP, P, c, a, bound, order, tmp):
-    """``log sum_b exp(thP[a, b] + c P[a, b] + nxt[b])``, pruned as :func:`_pruned_lse_col`
-    (``order``: ``nxt`` descending; ``bound >= max_b thP[a, b] + c P[a, b]``)."""
-    mx = -np.inf
-    n = 0
-    for i in range(order.shape[0]):
-        b = order[i]
-        if nxt[b] + bound < mx - _CUT:
-            break
-        x = thP[a, b] + c * P[a, b] + nxt[b]
-        tmp[i] = x
-        mx = max(mx, x)
-        n = i + 1
+        n = k + 1
     return _lse(tmp, n)
 
 

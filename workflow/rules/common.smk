@@ -2,7 +2,7 @@
 from structpred.data.parsers import VIEWS
 from structpred.errors import ConfigError
 from structpred.experiments.agm import DATASET as AGM_DATASET
-from structpred.experiments.m4n import job_settings, table2_method
+from structpred.experiments.m4n import job_settings, table2_method, task_of
 
 RAW_DIR = config["data"]["raw_dir"]
 PROCESSED_DIR = config["data"]["processed_dir"]
@@ -46,8 +46,7 @@ def train_threads(wildcards):
     """Lambdas a training job fits in parallel: its task's ``threads`` (default 1)."""
     if wildcards.experiment != "m4n_table1":
         return 1
-    task = next(t for t in config["m4n_table1"]["tasks"].values() if wildcards.dataset in t["datasets"])
-    return task.get("threads", 1)
+    return task_of(config, wildcards.experiment, wildcards.dataset)[1].get("threads", 1)
 
 
 def result_files(experiment):

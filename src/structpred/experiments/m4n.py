@@ -119,6 +119,15 @@ def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset:
     return rows
 
 
+def task_of(config: dict, experiment: str, dataset: str) -> tuple[str, dict]:
+    """The task of a Table 1 experiment that lists ``dataset``: ``(name, spec)``."""
+    tasks = config[experiment]["tasks"]
+    task = next((t for t, spec in tasks.items() if dataset in spec["datasets"]), None)
+    if task is None:
+        raise ConfigError(f"{dataset} is not in any task of {experiment}")
+    return task, tasks[task]
+
+
 def job_settings(config: dict, experiment: str, dataset: str, method: str) -> dict:
     """The settings one training job depends on (and nothing else, so that adding a dataset
     or a task to the config does not invalidate finished jobs)."""
@@ -128,10 +137,7 @@ def job_settings(config: dict, experiment: str, dataset: str, method: str) -> di
         return {"task": settings["task"], "method": "M4N", "loss": settings["loss"],
                 "lambdas": settings["lambdas"], "n_passes": settings["n_passes"],
                 "oracle_iterations": n_iter, "warm_start": warm, "eval_every": settings["eval_every"]}
-    task = next((t for t, spec in settings["tasks"].items() if dataset in spec["datasets"]), None)
-    if task is None:
-        raise ConfigError(f"{dataset} is not in any task of {experiment}")
-    spec = settings["tasks"][task]
+    task, spec = task_of(config, experiment, dataset)
     return {"task": task, "method": method, "loss": spec["loss"],
             "lambdas": spec.get("lambdas", settings["lambdas"]), "n_passes": spec.get("n_passes", settings["n_passes"]),
             "oracle_iterations": spec.get("oracle_iterations", settings["oracle_iterations"]) if method == "M4N" else None,

@@ -281,7 +281,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     below ``_TINY`` (its terms lost in ``E``) is recomputed exactly from ``thP + c P``.
     ``ex[t] = exp(la[t] - sc[t, 0])`` and ``fw[t] = exp(cm[t] + thU[t+1] + lb[t+1] -
     sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
-    0] + sc[t, 1] - log Z)``.
+    0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters.
     """
     T, R = thU.shape
     acc, wl, tmp = work[0], work[1], work[2]
@@ -324,6 +324,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
         for b in range(R):
             fw[t, b] = np.exp(cm[t, b] + thU[t + 1, b] + lb[t + 1, b] - m)
             rowmax = max(rowmax, cm[t, b])
+        sc[t, 2] = rowmax       # bounds every pairwise parameter of edge t
         sorted_ = False
         for a in range(R):
             s = 0.0
@@ -354,10 +355,9 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                     for b in range(R):
                         edge_acc[t, a, b] += f * E[t, a, b] * fw[t, b]
             continue
-        rowmax = cm[t, 0]
+        rowmax = sc[t, 2]
         for b in range(R):
             wl[b] = thU[t + 1, b] + lb[t + 1, b]
-            rowmax = max(rowmax, cm[t, b])
         _argsort_desc(wl, order)
         _argsort_desc(la[t], arows)
         for i in range(R):
@@ -430,7 +430,7 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     lb = np.empty((T, R))
     ex = np.empty((Tm, R))
     fw = np.empty((Tm, R))
-    sc = np.empty((Tm, 2))
+    sc = np.empty((Tm, 3))
     work = np.empty((3, R))
     order = np.empty(R, dtype=np.int64)
     arows = np.empty(R, dtype=np.int64)

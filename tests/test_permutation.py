@@ -221,9 +221,23 @@ def test_spmp_gap_decreases_with_K_and_warm_start_helps():
     s0 = r1.state[0].copy()
     sp.max_min(V, warm=r1.state, n_iter=5)
     np.testing.assert_array_equal(r1.state[0], s0)
-    # default (10 Sinkhorn sweeps) stays close to exact projections
+    # default (rate-driven Sinkhorn tolerance) stays close to exact projections
     g_def = float(np.mean(Permutation(M).max_min(V, n_iter=20).gap))
     assert g_def <= 1.1 * gaps[2]
+
+
+@pytest.mark.parametrize("M,K,scale", [(5, 1000, 1.0), (5, 1000, 30.0), (5, 1000, 500.0),
+                                       (5, 20, 30.0), (11, 20, 1.0), (11, 20, 30.0)])
+def test_spmp_gap_follows_the_rate_at_every_scale(M, K, scale):
+    """Theorem G.1: gap <= 4 log(M) / K whatever the score scale.  With a fixed 10 Sinkhorn
+    sweeps per projection (the reference code's) the gap grows with the scale (M = 5,
+    scale 500, K = 1000: about 50)."""
+    V = scale * np.random.default_rng(int(scale) + M).normal(size=(6, M * M))
+    rate = 4 * np.log(M) / K
+    assert np.max(Permutation(M).max_min(V, n_iter=K).gap) <= rate
+    if scale >= 30:  # the defect this guards against
+        fixed = Permutation(M, sinkhorn_max_iter=10, sinkhorn_tol=1e-9).max_min(V, n_iter=K).gap
+        assert np.max(fixed) > rate
 
 
 # --- solvers -----------------------------------------------------------------------------

@@ -199,12 +199,13 @@ def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work):
 
 @njit(cache=True)
 def spmp_batch(V, eta, n_iter, max_sink, tol, LP, LQ, POTP, POTQ, PB, QB):
-    """Row-wise :func:`spmp` on ``(n, M, M)`` arrays; returns Sinkhorn sweeps per row."""
+    """Row-wise :func:`spmp` on ``(n, M, M)`` arrays with per-row projection tolerances
+    ``tol (n,)``; returns Sinkhorn sweeps per row."""
     n, M = V.shape[0], V.shape[1]
     work = np.empty((6, M, M))
     sweeps = np.empty(n, dtype=np.int64)
     for r in range(n):
-        sweeps[r] = spmp(V[r], eta, n_iter, max_sink, tol, LP[r], LQ[r], POTP[r], POTQ[r],
+        sweeps[r] = spmp(V[r], eta, n_iter, max_sink, tol[r], LP[r], LQ[r], POTP[r], POTQ[r],
                          PB[r], QB[r], work)
     return sweeps
 

@@ -13,8 +13,9 @@ is the Birkhoff polytope of doubly stochastic matrices.
 Oracles: ``decode`` / ``loss_augmented`` / ``bayes_decode`` by the Hungarian algorithm
 (:func:`scipy.optimize.linear_sum_assignment`); ``max_min`` by SP-MP (M4N Algorithm 2)
 with the entropy of the marginals (M4N eq. 38) whose projections are log-domain
-Sinkhorn iterations (numba).  Marginal inference (``marginals``, ``log_partition``) needs
-the permanent, which is #P-hard (M4N §5.3): there is no CRF on this space.
+Sinkhorn iterations (numba).  Marginal inference (the :class:`Marginals` capability) needs
+the permanent, which is #P-hard (M4N §5.3): the space does not offer it, so there is no
+CRF on it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scipy.optimize import linear_sum_assignment
 
 from structpred.errors import StructpredError
 from structpred.outputs import _permutation_kernels as K
-from structpred.outputs.base import MaxMinResult, OutputSpace, as_int_labels
+from structpred.outputs.base import AffineLoss, LossAugmented, Marginals, MaxMin, MaxMinResult, OutputSpace, as_int_labels
 
 _NO_MARGINALS = (
     "marginal inference on permutations (the exp oracle: marginals / log-partition of "
@@ -40,14 +41,14 @@ def _assign_max(S: np.ndarray) -> np.ndarray:
     return col.astype(np.int64)
 
 
-class Permutation(OutputSpace):
+class Permutation(OutputSpace, LossAugmented, MaxMin, AffineLoss):
     """Permutations of ``M`` labels with the normalised Hamming loss.
 
     Parameters
     ----------
     M : number of labels (``M >= 2``).
     sinkhorn_max_iter : cap on the Sinkhorn sweeps (one row + one column normalisation)
-        per KL projection inside SP-MP (default 10000).  The potentials are warm started
+        per KL projection inside SP-MP (default 1000).  The potentials are warm started
         from the previous projection of the same kind, so at moderate scores a projection
         takes a few sweeps; the cap only binds on very peaked iterates.
     sinkhorn_tol : max-norm error of the marginals at which a projection stops; ``None``
@@ -79,12 +80,12 @@ class Permutation(OutputSpace):
 
     name = "permutation"
     loss_offset = 1.0
-    supports_marginals = False
+    unsupported = {Marginals: _NO_MARGINALS}
 
     #: fraction of the SP-MP rate that inexact projections may cost (``sinkhorn_tol=None``)
     RATE_FRACTION = 0.1
 
-    def __init__(self, M: int, sinkhorn_max_iter: int = 10_000, sinkhorn_tol: float | None = None):
+    def __init__(self, M: int, sinkhorn_max_iter: int = 1000, sinkhorn_tol: float | None = None):
         try:
             M_int = int(M)
         except (TypeError, ValueError):
@@ -137,10 +138,6 @@ class Permutation(OutputSpace):
             raise StructpredError(
                 f"ranking row {bad} is not a permutation of 0..{self.M - 1}: {y2[bad].tolist()}")
         return y
-
-    def kernel_data(self) -> tuple:
-        # Interpreted only by the solvers' generic (Python) pass loop, which ignores it.
-        return (None, None, float(self.eta))
 
     def _scores(self, v) -> tuple[np.ndarray, bool]:
         v = np.asarray(v, dtype=np.float64)
@@ -204,15 +201,6 @@ class Permutation(OutputSpace):
             S[rows, y[i]] -= 1.0 / M
             out[i] = _assign_max(S)
         return out[0] if single else out
-
-    def marginals(self, v) -> np.ndarray:
-        raise StructpredError(_NO_MARGINALS)
-
-    def log_partition(self, v) -> np.ndarray:
-        raise StructpredError(_NO_MARGINALS)
-
-    def require_marginals(self) -> None:
-        raise StructpredError(_NO_MARGINALS)
 
     def bayes_decode(self, m) -> np.ndarray:
         """``argmin_y' sum_y m(y) L(y, y') = argmax_y' <P_y', m>`` for marginals ``m`` in the

@@ -13,7 +13,7 @@ Columns:
 
 * ``method``: the public Python method, one call per sequence (``sp.decode(v)``,
   ``sp.loss_augmented(v, y)``, ``sp.marginals(v)``, ``sp.log_partition(v)``,
-  ``sp.top_k(v, 5)``, ``sp.bayes_decode(mu)``, ``sp.max_min(v, n_iter=10)``, the last
+  ``sp.top_k(v, None, 5)``, ``sp.bayes_decode(mu)``, ``sp.max_min(v, n_iter=10)``, the last
   being 10 SP-MP iterations per node = 80 iterations, as M4N on OCR, including the exact
   duality gap), i.e. including input checks, splitting, allocations and Python overhead.
 * ``kernel``: the raw numba kernel of ``structpred.outputs._chain_kernels``
@@ -361,7 +361,7 @@ def main():
     sp.loss_augmented(vs[0], labels[0])
     sp.marginals(vs[0])
     sp.log_partition(vs[0])
-    sp.top_k(vs[0], KB)
+    sp.top_k(vs[0], None, KB)
     sp.bayes_decode(mus[0])
     sp.max_min(vs[0], n_iter=N_ITER)
     nb_viterbi_loop, nb_sum_product_loop, nb_log_partition_loop = make_numba_loops()
@@ -422,7 +422,7 @@ def main():
         rows["log_partition"] = {"method": per_call(sp.log_partition, [(v,) for v in vs]),
                                  "kernel": per_call(K.log_partition, UP)}
         Yk, Sk = np.zeros((KB, T), dtype=np.int64), np.zeros(KB)
-        rows[f"top_k (K={KB})"] = {"method": per_call(lambda v: sp.top_k(v, KB), [(v,) for v in vs]),
+        rows[f"top_k (K={KB})"] = {"method": per_call(lambda v: sp.top_k(v, None, KB), [(v,) for v in vs]),
                                    "kernel": per_call(lambda u, p: K.top_k_viterbi(u, p, KB, Yk, Sk), UP)}
         rows["bayes_decode"] = {"method": per_call(sp.bayes_decode, [(m,) for m in mus])}
 

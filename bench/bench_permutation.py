@@ -53,6 +53,7 @@ def main():
     from structpred.outputs import Permutation
     from structpred.outputs import _permutation_kernels as PK
     from structpred.solvers import bcfw, gbcfw
+    from structpred.surrogates import Hinge, MaxMinMargin
 
     M, K, n = args.M, args.K, args.n
     rng = np.random.default_rng(0)
@@ -104,11 +105,11 @@ def main():
     d = 200
     X = rng.normal(size=(n, d)) / np.sqrt(d)
     Y = sp.decode(X @ rng.normal(size=(d, M * M)) * 3 + rng.normal(size=(n, M * M)))
-    bcfw(sp, X[:5], Y[:5], 0.01, n_passes=1)
-    gbcfw(sp, X[:5], Y[:5], 0.01, n_passes=1, n_iter_oracle=K)
+    bcfw(Hinge(sp), X[:5], Y[:5], 0.01, n_passes=1)
+    gbcfw(MaxMinMargin(sp, n_iter=K), X[:5], Y[:5], 0.01, n_passes=1)
     lam = 2.0 ** -6
-    rb = bcfw(sp, X, Y, lam, n_passes=5, random_state=0)
-    rg = gbcfw(sp, X, Y, lam, n_passes=5, n_iter_oracle=K, random_state=0)
+    rb = bcfw(Hinge(sp), X, Y, lam, n_passes=5, random_state=0)
+    rg = gbcfw(MaxMinMargin(sp, n_iter=K), X, Y, lam, n_passes=5, random_state=0)
     sb = rb.history[-1]["seconds"] / 5
     sg = rg.history[-1]["seconds"] / 5
     print(f"Solver passes, n={n}, d={d}, M={M}, lam=2^-6 (mean over 5 passes, training time only):")

@@ -203,7 +203,7 @@ def test_top_k_brute_force(loss, weights):
                 total = bf.E @ v + (0.0 if y is None else bf.L[bf.index(y)])
                 ref = np.sort(total)[::-1]
                 for K in sorted({1, 2, 5, N - 1, N, N + 7} - {0}):
-                    Ys, S = sp.top_k(v, K, y=y)
+                    Ys, S = sp.top_k(v, y, K)
                     Kp = min(K, N)
                     assert Ys.shape == (Kp, T) and S.shape == (Kp,) and Ys.dtype == np.int64
                     np.testing.assert_allclose(S, ref[:Kp], rtol=0, atol=1e-12)
@@ -215,7 +215,7 @@ def test_top_k_brute_force(loss, weights):
                         assert sorted(idx) == list(range(N))             # every sequence once
                 # the best one agrees with the (loss-augmented) Viterbi score
                 y1 = sp.decode(v) if y is None else sp.loss_augmented(v, y)
-                assert abs(total[bf.index(y1)] - sp.top_k(v, 1, y=y)[1][0]) < 1e-12
+                assert abs(total[bf.index(y1)] - sp.top_k(v, y, 1)[1][0]) < 1e-12
 
 
 # --- 5. Bayes decoding, 6. entropy ---------------------------------------------------------------
@@ -646,7 +646,7 @@ def test_bad_labels():
     with pytest.raises(StructpredError):
         sp.loss_augmented(v, np.array([0, 3, 0]))
     with pytest.raises(StructpredError):
-        sp.top_k(v, 2, y=np.array([0, 0, 5]))
+        sp.top_k(v, np.array([0, 0, 5]), 2)
     with pytest.raises(StructpredError):
         sp.linear_loss(np.array([4, 0, 0]), sp.embed(y))
     with pytest.raises(StructpredError):
@@ -660,7 +660,7 @@ def test_nonfinite_scores():
             w = v.copy()
             w[pos] = val
             for call in (sp.decode, sp.marginals, sp.log_partition, sp.max_min,
-                         lambda s: sp.loss_augmented(s, y), lambda s: sp.top_k(s, 3)):
+                         lambda s: sp.loss_augmented(s, y), lambda s: sp.top_k(s, None, 3)):
                 with pytest.raises(StructpredError):
                     call(w)
             with pytest.raises(StructpredError):
@@ -672,7 +672,7 @@ def test_bad_score_length():
     # T R + (T-1) R^2 = 3, 15, 27, ... for R = 3
     for n in (0, 1, 2, 4, 14, 16, 26, 28, 30):
         for call in (sp.decode, sp.marginals, sp.log_partition, sp.max_min, sp.bayes_decode,
-                     sp.entropy, sp.min_loss, lambda s: sp.top_k(s, 2), sp.length):
+                     sp.entropy, sp.min_loss, lambda s: sp.top_k(s, None, 2), sp.length):
             with pytest.raises(StructpredError):
                 call(np.zeros(n))
     with pytest.raises(StructpredError):
@@ -688,7 +688,7 @@ def test_mismatched_lengths():
     with pytest.raises(StructpredError):
         sp.loss_augmented(np.zeros(sp.dim(4)), y)
     with pytest.raises(StructpredError):
-        sp.top_k(v, 2, y=np.array([0, 1, 2, 0]))
+        sp.top_k(v, np.array([0, 1, 2, 0]), 2)
     with pytest.raises(StructpredError):
         sp.max_min(v, warm=sp.max_min(np.zeros(sp.dim(4)), n_iter=1).state)
     with pytest.raises(StructpredError):
@@ -707,7 +707,7 @@ def test_linear_loss_mismatched_lengths():
 def test_bad_k_and_n_iter():
     for K in (0, -1):
         with pytest.raises(StructpredError):
-            SP3.top_k(V3, K)
+            SP3.top_k(V3, None, K)
     with pytest.raises(StructpredError):
         SP3.max_min(V3, n_iter=-1)
 
@@ -809,7 +809,7 @@ def test_agm_game_value_equals_lp_within_spmp_gap():
     AGM Table 1) is the max-min oracle: the surrogate's lower / upper values bracket the
     exact game value (LP over the local polytope) minus <v, phi(y)>, within the SP-MP gap."""
     from structpred.experiments.agm import LOSSES, loss_space
-    from structpred.surrogates import maxmin_loss
+    from structpred.surrogates import MaxMinMargin
 
     rng = np.random.default_rng(11)
     for name in LOSSES:
@@ -818,8 +818,7 @@ def test_agm_game_value_equals_lp_within_spmp_gap():
             v = rng.normal(size=sp.dim(T))
             y = rng.integers(0, 3, size=T)
             lp = maxmin_lp(v, sp.weighted_loss(T), 3, T) - float(v @ sp.embed(y))
-            lo, _ = maxmin_loss(sp, [v], [y], n_iter=100, bound="lower")
-            up, _ = maxmin_loss(sp, [v], [y], n_iter=100, bound="upper")
+            lo, up, _ = MaxMinMargin(sp, n_iter=100).bounds([v], [y])
             assert lo[0] - 1e-9 <= lp <= up[0] + 1e-9
             # mirror-prox rate with eta = 1 / (2 max|A_t|) and K = 100 T iterations:
             # gap <= 2 T log R / (eta K) = 4 T log(3) max|A_t| / K

@@ -1,5 +1,5 @@
 """Solvers and estimators on the sequence output space (:class:`Chain` with the chain joint
-feature map :class:`ChainJoint`): joint map vs an explicit joint feature, CRF gradient by
+feature map :class:`SequenceJoint`): joint map vs an explicit joint feature, CRF gradient by
 finite differences, BCFW / SDCA / GBCFW / AdaGrad vs cvxpy and scipy optima computed by
 enumerating all R^T label sequences, estimator API on sequences."""
 
@@ -15,11 +15,12 @@ from sklearn.base import clone
 
 from structpred.errors import StructpredError
 from structpred.estimators import AGM, CRF, M3N, M4N
-from structpred.features.joint import ChainJoint, joint_map
+from structpred.features.joint import SequenceJoint, joint_map
 from structpred.features.sequences import Sequences
 from structpred.outputs import Chain
-from structpred.solvers import adagrad, bcfw, crf_objectives, gbcfw, m3n_objectives, m4n_objectives, sdca
-from structpred.surrogates import crf_loss
+from structpred.solvers import adagrad, bcfw, gbcfw, sdca
+from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
+from structpred.solvers import primal_objective as primal
 
 R = 3          # labels
 D = 3          # features per position
@@ -171,7 +172,7 @@ def test_chain_joint_map_matches_explicit_features():
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(T, D)) for T in (1, 2, 3, 4)]
     fm = joint_map(sp, X)
-    assert isinstance(fm, ChainJoint) and fm.n == 4 and fm.n_features == D and fm.G == 1
+    assert isinstance(fm, SequenceJoint) and fm.n == 4 and fm.n_features == D and fm.G == 1
     assert fm.weight_shape == (D + R, R)
     W = rng.normal(size=fm.weight_shape)
     V = fm.scores(W)
@@ -244,7 +245,7 @@ def test_chain_joint_map_groups_use_their_block():
     with pytest.raises(StructpredError):
         joint_map(sp, [rng.normal(size=(2, D + 1))], like=fm)
     with pytest.raises(StructpredError):
-        ChainJoint(seq, sp, n_groups=2)
+        SequenceJoint(seq, sp.n_labels, n_groups=2)
 
 
 # --- 2. CRF gradient -------------------------------------------------------------------------
@@ -260,11 +261,11 @@ def test_crf_objective_gradient_finite_differences():
     E = Enum(sp, X, Y, groups=groups, G=2)
 
     def f(W):
-        val, _ = crf_loss(sp, fm.scores(W), Y)
+        val, _ = LogLoss(sp).value_grad(fm.scores(W), Y)
         return float(np.mean(val)) + 0.5 * lam * np.sum(W * W)
 
     def grad(W):
-        _, gs = crf_loss(sp, fm.scores(W), Y)
+        _, gs = LogLoss(sp).value_grad(fm.scores(W), Y)
         G = lam * W
         for i, g in enumerate(gs):
             fm.add(i, G, g / fm.n)
@@ -285,10 +286,9 @@ def test_crf_objective_gradient_finite_differences():
             e[j] = h
             fd[j] = (f(W + e.reshape(W.shape)) - f(W - e.reshape(W.shape))) / (2 * h)
         np.testing.assert_allclose(grad(W).ravel(), fd, rtol=1e-6, atol=1e-9)
-    # crf_objectives (the SDCA primal) is the same function
+    # the shared primal of the tests is the same function
     W = rng.normal(size=fm.weight_shape)
-    p, _ = crf_objectives(sp, fm, Y, W, lam, sp.embed(Y))
-    assert abs(p - f(W)) < 1e-12
+    assert abs(primal(LogLoss(sp), seq, Y, W, lam) - f(W)) < 1e-12
 
 
 # --- 3. BCFW / M3N ---------------------------------------------------------------------------
@@ -298,7 +298,7 @@ def test_bcfw_chain_matches_cvxpy():
     X, Y, E = problem(0)
     ref, wref = m3n_reference(0)
     assert abs(E.m3n(wref, LAM) - ref) < 1e-6             # the cvxpy model is the M3N primal
-    res = bcfw(sp, X, Y, LAM, n_passes=1000, random_state=0, tol=5e-4 * ref)
+    res = bcfw(Hinge(sp), X, Y, LAM, n_passes=1000, random_state=0, tol=5e-4 * ref)
     h = res.history
     assert len(h) < 1000                                  # measured: stops at pass 220
     last = h[-1]
@@ -314,10 +314,8 @@ def test_bcfw_chain_matches_cvxpy():
     assert h[0]["gap"] > 10 * last["gap"]
     # the recorded primal is the M3N objective of the returned weights (library and enumeration)
     fm = joint_map(sp, X)
-    p, d0 = m3n_objectives(sp, fm, Y, res.W, LAM, 0.0)
-    assert abs(p - last["primal"]) < 1e-12
+    assert abs(primal(Hinge(sp), X, Y, res.W, LAM) - last["primal"]) < 1e-12
     assert abs(E.m3n(res.W.ravel(), LAM) - last["primal"]) < 1e-12
-    assert abs(d0 + 0.5 * LAM * np.sum(res.W ** 2)) < 1e-12
     # strong convexity: lam/2 ||W - W*||^2 <= P(W) - P*
     assert np.linalg.norm(res.W.ravel() - wref) <= np.sqrt(2 * (last["primal"] - ref) / LAM) + 1e-4
     # dual blocks: marginals of the chain, mapped to the returned weights
@@ -332,20 +330,20 @@ def test_bcfw_chain_matches_cvxpy():
 def test_bcfw_chain_deterministic_and_bad_input():
     sp = Chain(R)
     X, Y, _ = problem(0)
-    r1 = bcfw(sp, X, Y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=Y)
-    r2 = bcfw(sp, X, Y, 0.1, n_passes=3, random_state=7)
+    r1 = bcfw(Hinge(sp), X, Y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=Y)
+    r2 = bcfw(Hinge(sp), X, Y, 0.1, n_passes=3, random_state=7)
     np.testing.assert_array_equal(r1.W, r2.W)
     assert r1.W.shape == (D + R, R)
     assert [r["oracle_calls"] for r in r1.history] == [N, 2 * N, 3 * N]
     assert 0.0 <= r1.history[-1]["val_loss"] <= 1.0
     with pytest.raises(StructpredError, match="different lengths"):
-        bcfw(sp, X, [np.r_[y, 0] for y in Y], 0.1)
+        bcfw(Hinge(sp), X, [np.r_[y, 0] for y in Y], 0.1)
     with pytest.raises(StructpredError):
-        bcfw(sp, X, Y[:-1], 0.1)
+        bcfw(Hinge(sp), X, Y[:-1], 0.1)
     with pytest.raises(StructpredError):
-        bcfw(sp, X, [y + R for y in Y], 0.1)
+        bcfw(Hinge(sp), X, [y + R for y in Y], 0.1)
     with pytest.raises(StructpredError):
-        sdca(sp, X, Y, 0.0)
+        sdca(LogLoss(sp), X, Y, 0.0)
 
 
 # --- 4. SDCA / CRF -----------------------------------------------------------------------------
@@ -365,7 +363,7 @@ def test_sdca_chain_matches_lbfgs(grouped):
     opt = minimize(E.crf, np.zeros(E.p), args=(lam,), jac=True, method="L-BFGS-B",
                    options=dict(gtol=1e-12, ftol=1e-15, maxiter=5000))
     assert np.abs(opt.jac).max() < 1e-7
-    res = sdca(sp, data, Y, lam, n_passes=300, random_state=0, tol=1e-9)
+    res = sdca(LogLoss(sp), data, Y, lam, n_passes=300, random_state=0, tol=1e-9)
     h = res.history
     assert len(h) < 300                                   # measured: stops at pass 18 / 14
     last = h[-1]
@@ -390,8 +388,8 @@ def test_sdca_chain_matches_lbfgs(grouped):
     tv = np.sqrt(N * max(last["gap"], 0.0) / 2)
     for m, qi in zip(res.mu, q):
         np.testing.assert_allclose(m, qi, rtol=0, atol=tv + 1e-9)
-    p, d = crf_objectives(sp, fm, Y, res.W, lam, res.mu)
-    assert abs(p - last["primal"]) < 1e-12 and abs(d - last["dual"]) < 1e-12
+    assert abs(primal(LogLoss(sp), data, Y, res.W, lam) - last["primal"]) < 1e-12
+    assert abs(np.mean(sp.entropy(res.mu)) - 0.5 * lam * np.sum(res.W ** 2) - last["dual"]) < 1e-12
 
 
 # --- 5. GBCFW / M4N and AdaGrad on the same objective ------------------------------------------
@@ -399,7 +397,7 @@ def test_sdca_chain_matches_lbfgs(grouped):
 @lru_cache(maxsize=None)
 def gbcfw_run():
     X, Y, _ = problem(0)
-    return gbcfw(Chain(R), X, Y, LAM, n_passes=100, n_iter_oracle=50, random_state=0)
+    return gbcfw(MaxMinMargin(Chain(R), n_iter=50), X, Y, LAM, n_passes=100, random_state=0)
 
 
 def test_gbcfw_chain_bounds_and_cvxpy():
@@ -426,7 +424,10 @@ def test_gbcfw_chain_bounds_and_cvxpy():
     fm = joint_map(sp, X)
     np.testing.assert_allclose(primal_dual_map(fm, sp, Y, res.mu, LAM), res.W, atol=1e-10)
     # objectives recomputed: exact dual, and the upper bound tightens with more SP-MP iterations
-    up, lo, dual = m4n_objectives(sp, fm, Y, res.W, LAM, res.mu, n_iter=2000)
+    lower, upper, _ = MaxMinMargin(sp, n_iter=2000).bounds(fm.scores(res.W), Y)
+    reg = 0.5 * LAM * np.sum(res.W ** 2)
+    up, lo = float(np.mean(upper)) + reg, float(np.mean(lower)) + reg
+    dual = float(np.mean(sp.min_loss(res.mu))) - reg
     assert abs(dual - h[-1]["dual"]) < 1e-12
     assert lo - 1e-9 <= up <= h[-1]["primal"] + 1e-4
     assert ref - 1e-7 <= up and lo <= h[-1]["primal"]
@@ -438,8 +439,7 @@ def test_adagrad_maxmin_minimises_the_m4n_objective():
     ref, _ = m4n_reference(0)
     g = gbcfw_run()
     dual = g.history[-1]["dual"]
-    a = adagrad(sp, X, Y, LAM, surrogate="maxmin", n_passes=200, step=0.03, n_iter_oracle=50,
-                random_state=0, eval_every=50)
+    a = adagrad(MaxMinMargin(sp, n_iter=50), X, Y, LAM, n_passes=200, step=0.03, random_state=0, eval_every=50)
     assert [r["pass"] for r in a.history] == [50, 100, 150, 200]
     pa = a.history[-1]["primal"]
     # AdaGrad's primal (SP-MP upper bound) can never beat GBCFW's exact dual: same objective
@@ -459,27 +459,27 @@ def test_adagrad_hinge_and_crf():
     sp = Chain(R)
     X, Y, E = problem(0)
     ref_m3n, _ = m3n_reference(0)
-    hinge = adagrad(sp, X, Y, LAM, surrogate="hinge", n_passes=60, step=0.03, random_state=0)
+    hinge = adagrad(Hinge(sp), X, Y, LAM, n_passes=60, step=0.03, random_state=0)
     ph = [r["primal"] for r in hinge.history]
     assert len(ph) == 60 and ph[-1] < ph[0]
     assert abs(ph[-1] - E.m3n(hinge.W.ravel(), LAM)) < 1e-12
     assert min(ph) >= ref_m3n - 1e-7
     assert ph[-1] <= ref_m3n * 1.02                       # measured: 0.2 % above after 60 passes
-    crf = adagrad(sp, X, Y, LAM, surrogate="crf", n_passes=100, step=0.1, random_state=0, eval_every=10)
+    crf = adagrad(LogLoss(sp), X, Y, LAM, n_passes=100, step=0.1, random_state=0, eval_every=10)
     pc = [r["primal"] for r in crf.history]
     assert [r["pass"] for r in crf.history] == list(range(10, 101, 10)) and pc[-1] < pc[0]
     assert abs(pc[-1] - E.crf(crf.W.ravel(), LAM)[0]) < 1e-12
-    opt = sdca(sp, X, Y, LAM, n_passes=100, random_state=0, tol=1e-10)
+    opt = sdca(LogLoss(sp), X, Y, LAM, n_passes=100, random_state=0, tol=1e-10)
     p_opt = opt.history[-1]["primal"]
     assert pc[-1] >= p_opt - 1e-9
     # measured: 2e-6 relative, weights within 1.1e-3 after 100 passes
     assert pc[-1] - p_opt <= 1e-4 * p_opt
     np.testing.assert_allclose(crf.W, opt.W, atol=1e-2)
     with pytest.raises(StructpredError, match="surrogate"):
-        adagrad(sp, X, Y, LAM, surrogate="logistic")
+        adagrad("logistic", X, Y, LAM)
     for step in (0.0, -0.1):
         with pytest.raises(StructpredError, match="step"):
-            adagrad(sp, X, Y, LAM, surrogate="hinge", step=step)
+            adagrad(Hinge(sp), X, Y, LAM, step=step)
 
 
 # --- 7. estimators ---------------------------------------------------------------------------------
@@ -565,7 +565,7 @@ def test_crf_estimator_with_groups():
         # by hand: Bayes decoding of the marginals with the sequence's own block
         g = groups[i]
         Wi = np.r_[est.coef_[g * D:(g + 1) * D], est.coef_[2 * D:]]
-        v = ChainJoint([seq[i]], Chain(R)).score(0, Wi)
+        v = SequenceJoint([seq[i]], R).score(0, Wi)
         np.testing.assert_array_equal(p, Chain(R).bayes_decode(Chain(R).marginals(v)))
         np.testing.assert_array_equal(p, y)
     # swapping the groups changes the predictions (they use the other block)

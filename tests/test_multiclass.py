@@ -7,7 +7,7 @@ from scipy.optimize import linprog
 from scipy.special import logsumexp
 
 from structpred.errors import StructpredError
-from structpred.outputs import Multiclass
+from structpred.outputs import Multiclass, make_space
 
 SPACES = {
     "zero_one": lambda: Multiclass.zero_one(5),
@@ -121,13 +121,13 @@ def test_maxmin_batch_and_errors():
     with pytest.raises(StructpredError):
         sp.loss_augmented(np.zeros(4), 7)
     with pytest.raises(StructpredError):
-        Multiclass.from_name("hamming", 3)
+        make_space("hamming", 3)
     with pytest.raises(StructpredError):
         Multiclass(np.ones((2, 3)))
 
 
 def test_surrogate_gradients_finite_differences():
-    from structpred.surrogates import crf_loss, hinge_loss, maxmin_loss
+    from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
 
     rng = np.random.default_rng(6)
     for sp in (Multiclass.zero_one(4), Multiclass.ordinal(5)):
@@ -136,20 +136,21 @@ def test_surrogate_gradients_finite_differences():
         y = np.array([1])
         h = 1e-6
         # CRF: smooth, exact gradient
-        f0, g = crf_loss(sp, v, y)
-        num = np.array([(crf_loss(sp, v + h * np.eye(k)[j], y)[0][0] - crf_loss(sp, v - h * np.eye(k)[j], y)[0][0]) / (2 * h) for j in range(k)])
+        crf_loss = LogLoss(sp).value_grad
+        f0, g = crf_loss(v, y)
+        num = np.array([(crf_loss(v + h * np.eye(k)[j], y)[0][0] - crf_loss(v - h * np.eye(k)[j], y)[0][0]) / (2 * h) for j in range(k)])
         np.testing.assert_allclose(g[0], num, atol=1e-7)
         # hinge: piecewise linear, generic point
-        _, g = hinge_loss(sp, v, y)
-        num = np.array([(hinge_loss(sp, v + h * np.eye(k)[j], y)[0][0] - hinge_loss(sp, v - h * np.eye(k)[j], y)[0][0]) / (2 * h) for j in range(k)])
+        hinge_loss = Hinge(sp).value_grad
+        _, g = hinge_loss(v, y)
+        num = np.array([(hinge_loss(v + h * np.eye(k)[j], y)[0][0] - hinge_loss(v - h * np.eye(k)[j], y)[0][0]) / (2 * h) for j in range(k)])
         np.testing.assert_allclose(g[0], num, atol=1e-6)
         # max-min: exact value by LP, gradient mu* - e_y (Danskin) at a generic point
         def S(vv):
             return maxmin_lp(sp.loss_matrix, vv)[0] - vv[y[0]]
 
-        _, g = maxmin_loss(sp, v, y, n_iter=20000)
+        val, _, g = MaxMinMargin(sp, n_iter=20000).bounds(v, y)
         hh = 1e-5
         num = np.array([(S(v[0] + hh * np.eye(k)[j]) - S(v[0] - hh * np.eye(k)[j])) / (2 * hh) for j in range(k)])
         np.testing.assert_allclose(g[0], num, atol=2e-2)
-        val, _ = maxmin_loss(sp, v, y, n_iter=20000)
         assert abs(val[0] - S(v[0])) < 1e-3

@@ -12,11 +12,12 @@ from sklearn.base import clone
 
 from structpred.errors import StructpredError
 from structpred.estimators import CRF, M3N, M4N
-from structpred.features.joint import joint_map
 from structpred.outputs import Multiclass, Permutation, make_space
 from structpred.outputs import _permutation_kernels as PK
-from structpred.solvers import bcfw, gbcfw, m3n_objectives, sdca
-from structpred.surrogates import hinge_loss, maxmin_loss
+from structpred.outputs.base import Marginals, require
+from structpred.solvers import bcfw, gbcfw, sdca
+from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
+from structpred.solvers import primal_objective as primal
 
 
 def all_perms(M):
@@ -99,7 +100,7 @@ def test_decode_and_loss_augmented_brute_force(M):
         risk = [m @ np.array([np.mean(yt != yp) for yt in ys]) for yp in ys]
         np.testing.assert_array_equal(sp.bayes_decode(mu), ys[np.argmin(risk)])
     # hinge surrogate = brute-force max over all permutations
-    h, _ = hinge_loss(sp, V, Y)
+    h, _ = Hinge(sp).value_grad(V, Y)
     ref = [max(np.mean(Y[i] != yp) + (emb(yp, M) - emb(Y[i], M)) @ V[i] for yp in ys) for i in range(n)]
     np.testing.assert_allclose(h, ref, atol=1e-12)
     # min_loss = min over permutations of phi(y')^T A mu
@@ -109,11 +110,11 @@ def test_decode_and_loss_augmented_brute_force(M):
 
 def test_no_marginals_clear_error():
     sp = Permutation(4)
-    for f in (sp.marginals, sp.log_partition):
-        with pytest.raises(StructpredError, match="permanent"):
-            f(np.zeros(16))
-    with pytest.raises(StructpredError, match="#P-hard"):
-        sp.require_marginals()
+    assert not hasattr(sp, "marginals") and not hasattr(sp, "log_partition")
+    with pytest.raises(StructpredError, match="CRF needs marginals.*#P-hard"):
+        require(sp, Marginals, "CRF")
+    with pytest.raises(StructpredError, match="permanent"):
+        LogLoss(sp)
 
 
 def test_check_labels_and_factory():
@@ -196,7 +197,7 @@ def test_maxmin_vs_exact_lp(M):
     np.testing.assert_allclose(res.value, lo, atol=1e-12)
     # the M4N surrogate adds the loss constant
     y = all_perms(M)[:4]
-    val, grad = maxmin_loss(sp, V, y, n_iter=3000)
+    val, grad, _ = MaxMinMargin(sp, n_iter=3000).bounds(V, y)
     np.testing.assert_allclose(val, lp - np.sum(V * sp.embed(y), axis=1), atol=3e-3)
 
 
@@ -291,14 +292,13 @@ def test_bcfw_permutation_matches_cvxpy(averaging):
     X, Y = ranking_problem(M=M)
     sp = Permutation(M)
     lam = 1.0
-    res = bcfw(sp, X, Y, lam, n_passes=2000, averaging=averaging, random_state=0, tol=2e-4)
+    res = bcfw(Hinge(sp), X, Y, lam, n_passes=2000, averaging=averaging, random_state=0, tol=2e-4)
     h = res.history[-1]
     assert h["gap"] <= 2e-4
     ref = cvx_m3n_perm(X, Y, lam, M)
     assert abs(h["primal"] - ref) <= 1e-3 * abs(ref)
     assert all(r["dual"] <= ref + 1e-7 and r["primal"] >= ref - 1e-7 for r in res.history)
-    p, _ = m3n_objectives(sp, joint_map(sp, X), Y, res.W, lam, 0.0)
-    assert abs(p - h["primal"]) < 1e-12
+    assert abs(primal(Hinge(sp), X, Y, res.W, lam) - h["primal"]) < 1e-12
     # dual blocks stay in the Birkhoff polytope
     mu3 = res.mu.reshape(-1, M, M)
     np.testing.assert_allclose(mu3.sum(1), 1.0, atol=1e-10)
@@ -317,8 +317,8 @@ def test_gbcfw_permutation_matches_exact_lp_and_cvxpy():
     X, Y = ranking_problem(M=M, seed=1)
     sp = Permutation(M)
     lam = 1.0
-    res = gbcfw(sp, X, Y, lam, n_passes=600, n_iter_oracle=20, warm_start=True, warm_mix=1e-9,
-                random_state=0, n_iter_eval=1000, eval_every=25, tol=1e-3)
+    res = gbcfw(MaxMinMargin(sp, n_iter=20, warm_start=True, warm_mix=1e-9, n_iter_eval=1000), X, Y, lam,
+                n_passes=600, random_state=0, eval_every=25, tol=1e-3)
     h = res.history[-1]
     assert h["gap"] <= 1e-3          # certified: SP-MP upper bound - exact dual
     ref = cvx_m4n_perm(X, Y, lam, M)
@@ -331,22 +331,22 @@ def test_gbcfw_permutation_matches_exact_lp_and_cvxpy():
 def test_solver_determinism_and_bad_input():
     X, Y = ranking_problem(n=15)
     sp = Permutation(4)
-    for f in (bcfw, gbcfw):
-        r1 = f(sp, X, Y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=Y)
-        r2 = f(sp, X, Y, 0.1, n_passes=3, random_state=7)
+    for f, sur in ((bcfw, Hinge), (gbcfw, MaxMinMargin)):
+        r1 = f(sur(sp), X, Y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=Y)
+        r2 = f(sur(sp), X, Y, 0.1, n_passes=3, random_state=7)
         np.testing.assert_array_equal(r1.W, r2.W)
         assert r1.W.shape == (5, 16) and r1.history[-1]["oracle_calls"] == 45
         assert 0 <= r1.history[-1]["val_loss"] <= 1
     with pytest.raises(StructpredError, match="permanent"):
-        sdca(sp, X, Y, 0.1)
+        sdca(LogLoss(sp), X, Y, 0.1)
     with pytest.raises(StructpredError):
-        bcfw(sp, X, Y[:, :3], 0.1)
+        bcfw(Hinge(sp), X, Y[:, :3], 0.1)
     with pytest.raises(StructpredError):
-        gbcfw(sp, X, Y[:-1], 0.1)
+        gbcfw(MaxMinMargin(sp), X, Y[:-1], 0.1)
     Yb = Y.copy()
     Yb[0] = [0, 0, 1, 2]
     with pytest.raises(StructpredError, match="not a permutation"):
-        bcfw(sp, X, Yb, 0.1)
+        bcfw(Hinge(sp), X, Yb, 0.1)
 
 
 # --- estimators ------------------------------------------------------------------------

@@ -6,9 +6,10 @@ import pytest
 from scipy.optimize import linprog
 
 from structpred.errors import StructpredError
-from structpred.features.joint import joint_map
-from structpred.outputs import Multiclass
-from structpred.solvers import bcfw, gbcfw, m3n_objectives, sdca
+from structpred.outputs import Multiclass, make_space
+from structpred.solvers import bcfw, gbcfw, sdca
+from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
+from structpred.solvers import primal_objective as primal
 
 
 def small_problem(n=30, d=5, k=4, seed=0):
@@ -64,15 +65,14 @@ def exact_m4n_primal(space, X, y, W, lam):
 @pytest.mark.parametrize("averaging", [False, True])
 def test_bcfw_matches_cvxpy(loss, averaging):
     X, y = small_problem()
-    sp = Multiclass.from_name(loss, 4)
+    sp = make_space(loss, 4)
     lam = 0.1
-    res = bcfw(sp, X, y, lam, n_passes=3000 if averaging else 2000, averaging=averaging, random_state=0, tol=1e-4)
+    res = bcfw(Hinge(sp), X, y, lam, n_passes=3000 if averaging else 2000, averaging=averaging, random_state=0, tol=1e-4)
     h = res.history[-1]
     assert h["gap"] < 1e-3
     ref = cvx_m3n(sp, X, y, lam)
     assert abs(h["primal"] - ref) <= 1e-3 * abs(ref)
-    p, dual = m3n_objectives(sp, joint_map(sp, X), y, res.W, lam, 0.0)
-    assert abs(p - h["primal"]) < 1e-12
+    assert abs(primal(Hinge(sp), X, y, res.W, lam) - h["primal"]) < 1e-12
     # weak duality along the way
     assert all(r["dual"] <= ref + 1e-9 and r["primal"] >= ref - 1e-9 for r in res.history)
 
@@ -80,10 +80,10 @@ def test_bcfw_matches_cvxpy(loss, averaging):
 @pytest.mark.parametrize("loss", ["zero_one", "ordinal"])
 def test_gbcfw_matches_cvxpy(loss):
     X, y = small_problem(seed=1)
-    sp = Multiclass.from_name(loss, 4)
+    sp = make_space(loss, 4)
     lam = 0.1
-    res = gbcfw(sp, X, y, lam, n_passes=2000, n_iter_oracle=100, warm_start=True, warm_mix=1e-9,
-                random_state=0, n_iter_eval=1000, eval_every=50, tol=5e-4)
+    res = gbcfw(MaxMinMargin(sp, n_iter=100, warm_start=True, warm_mix=1e-9, n_iter_eval=1000), X, y, lam,
+                n_passes=2000, random_state=0, eval_every=50, tol=5e-4)
     h = res.history[-1]
     assert h["gap"] < 1e-3 + 1e-12  # certified (SP-MP upper bound) - exact dual
     ref = cvx_m4n(sp, X, y, lam)
@@ -95,8 +95,8 @@ def test_gbcfw_matches_cvxpy(loss):
 def test_gbcfw_oracle_gap_recorded_and_warm_start_helps():
     X, y = small_problem(n=60, seed=2)
     sp = Multiclass.ordinal(4)
-    warm = gbcfw(sp, X, y, 0.01, n_passes=30, n_iter_oracle=10, warm_start=True, random_state=0)
-    cold = gbcfw(sp, X, y, 0.01, n_passes=30, n_iter_oracle=10, warm_start=False, random_state=0)
+    warm = gbcfw(MaxMinMargin(sp, n_iter=10, warm_start=True), X, y, 0.01, n_passes=30, random_state=0)
+    cold = gbcfw(MaxMinMargin(sp, n_iter=10, warm_start=False), X, y, 0.01, n_passes=30, random_state=0)
     gw = np.mean([r["oracle_gap"] for r in warm.history[-5:]])
     gc = np.mean([r["oracle_gap"] for r in cold.history[-5:]])
     assert gw < gc
@@ -108,15 +108,13 @@ def test_sdca_matches_sklearn_logreg(loss):
     from sklearn.linear_model import LogisticRegression
 
     X, y = small_problem(n=80, d=6, k=4, seed=3)
-    sp = Multiclass.from_name(loss, 4)  # the CRF objective does not depend on the task loss
+    sp = make_space(loss, 4)  # the CRF objective does not depend on the task loss
     n = X.shape[0]
     lam = 0.05
-    res = sdca(sp, X, y, lam, n_passes=300, random_state=0, tol=1e-9)
+    res = sdca(LogLoss(sp), X, y, lam, n_passes=300, random_state=0, tol=1e-9)
     assert res.history[-1]["gap"] < 1e-8
     clf = LogisticRegression(C=1.0 / (lam * n), fit_intercept=False, tol=1e-12, max_iter=100000).fit(X, y)
-    from structpred.solvers import crf_objectives
-
-    ref, _ = crf_objectives(sp, joint_map(sp, X), y, clf.coef_.T, lam, res.mu)
+    ref = primal(LogLoss(sp), X, y, clf.coef_.T, lam)
     assert abs(res.history[-1]["primal"] - ref) <= 1e-4 * abs(ref)
     np.testing.assert_allclose(res.W - res.W.mean(1, keepdims=True), clf.coef_.T - clf.coef_.T.mean(1, keepdims=True), atol=1e-3)
 
@@ -124,9 +122,10 @@ def test_sdca_matches_sklearn_logreg(loss):
 def test_history_keys_and_determinism():
     X, y = small_problem()
     sp = Multiclass.zero_one(4)
-    for f, keys in ((bcfw, {"primal", "dual", "gap"}), (sdca, {"primal", "dual", "gap"}), (gbcfw, {"oracle_gap", "primal_lower"})):
-        r1 = f(sp, X, y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=y)
-        r2 = f(sp, X, y, 0.1, n_passes=3, random_state=7)
+    for f, sur, keys in ((bcfw, Hinge, {"primal", "dual", "gap"}), (sdca, LogLoss, {"primal", "dual", "gap"}),
+                         (gbcfw, MaxMinMargin, {"oracle_gap", "primal_lower"})):
+        r1 = f(sur(sp), X, y, 0.1, n_passes=3, random_state=7, X_val=X, y_val=y)
+        r2 = f(sur(sp), X, y, 0.1, n_passes=3, random_state=7)
         np.testing.assert_array_equal(r1.W, r2.W)
         h = r1.history
         assert [r["pass"] for r in h] == [1, 2, 3]
@@ -138,12 +137,12 @@ def test_solver_bad_input():
     X, y = small_problem()
     sp = Multiclass.zero_one(4)
     with pytest.raises(StructpredError):
-        bcfw(sp, X, y[:-1], 0.1)
+        bcfw(Hinge(sp), X, y[:-1], 0.1)
     Xn = X.copy()
     Xn[0, 0] = np.nan
     with pytest.raises(StructpredError):
-        sdca(sp, Xn, y, 0.1)
+        sdca(LogLoss(sp), Xn, y, 0.1)
     with pytest.raises(StructpredError):
-        gbcfw(sp, X, y + 10, 0.1)
+        gbcfw(MaxMinMargin(sp), X, y + 10, 0.1)
     with pytest.raises(StructpredError):
-        bcfw(sp, X, y, -1.0)
+        bcfw(Hinge(sp), X, y, -1.0)

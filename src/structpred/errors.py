@@ -1,8 +1,9 @@
 """Exceptions that carry a message meant for the user (printed by the CLI without a traceback)."""
 
 
-class StructpredError(Exception):
-    """Base class: every error the library raises on bad input or missing data."""
+class StructpredError(ValueError):
+    """Base class: every error the library raises on bad input or missing data (a ValueError,
+    as scikit-learn and numpy users expect for bad arguments)."""
 
 
 class DataError(StructpredError):

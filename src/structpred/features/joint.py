@@ -8,10 +8,12 @@ DESIGN.md, "score parametrisation is separate": the solvers see a map with
 ``norm2(i, g)``    ``||Psi_i g||^2`` (the BCFW / SDCA line searches),
 ``weight_shape``   the shape of ``W``.
 
-:class:`LinearJoint` is ``phi(y) ⊗ x`` (``v_i = W^T x_i``; multiclass, ranking).
-:class:`ChainJoint` is the chain map of M4N App. G.2: unary scores ``U_t = W_g^T x_t`` from the
-per-position features (``W_g`` the block of the sequence's group, AGM's per-emotion weights)
-and one transition matrix shared by all edges, stacked as ``W = [W_0; ...; W_{G-1}; T]``.
+:class:`LinearJoint` (``"linear"``) is ``phi(y) ⊗ x`` (``v_i = W^T x_i``; a fixed-size embedding).
+:class:`SequenceJoint` (``"sequence"``) is the sequence map of M4N App. G.2: unary scores
+``U_t = W_g^T x_t`` from the per-position features (``W_g`` the block of the sequence's group,
+AGM's per-emotion weights) and one transition matrix shared by all edges, stacked as
+``W = [W_0; ...; W_{G-1}; T]``.  A space names its map in ``joint_map``; :data:`JOINT_MAPS`
+resolves the name, so a new map is one class plus one entry.
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ class LinearJoint:
         self.k = int(k)
         self.xnorm2 = np.einsum("ij,ij->i", self.X, self.X)
 
+    @classmethod
+    def build(cls, space, X, like=None):
+        if isinstance(X, (list, tuple, Sequences)):
+            raise StructpredError(f"{space!r} takes a 2-d feature matrix, not sequences")
+        return cls(X, space.embedding_dim)
+
     @property
     def n(self) -> int:
         return self.X.shape[0]
@@ -81,17 +89,20 @@ class LinearJoint:
         return float(self.xnorm2[i] * (g @ g))
 
 
-class ChainJoint:
+class SequenceJoint:
     """Chain scores ``U_t = W_{g_i}^T x_t`` (unaries), ``P_t = T`` (every edge), ``W`` of shape
     ``(G d + R, R)``: ``<phi(y), v> = sum_t <W_g[:, y_t], x_t> + sum_t T[y_t, y_{t+1}]``."""
 
-    def __init__(self, X, space, n_groups: int | None = None):
+    def __init__(self, X, n_labels: int, n_groups: int | None = None):
         self.seq = as_sequences(X)
-        self.R = int(space.n_labels)
-        self.space = space
+        self.R = int(n_labels)
         self.G = self.seq.n_groups if n_groups is None else int(n_groups)
         if self.seq.groups is not None and self.seq.groups.max() >= self.G:
             raise StructpredError(f"group ids go up to {self.seq.groups.max()} but the model has {self.G} groups")
+
+    @classmethod
+    def build(cls, space, X, like=None):
+        return cls(X, space.n_labels, n_groups=None if like is None else like.G)
 
     @property
     def n(self) -> int:
@@ -140,17 +151,18 @@ class ChainJoint:
         return float(np.sum(a * a) + np.sum(gp * gp))
 
 
-def joint_map(space, X, like=None):
-    """The joint feature map of ``space`` on inputs ``X`` (``like``: a fitted map whose
-    shape the new one must match, for prediction)."""
-    from structpred.outputs.chain import Chain
+#: joint feature maps by the name an output space gives in ``joint_map``
+JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint}
 
-    if isinstance(space, Chain):
-        fmap = ChainJoint(X, space, n_groups=None if like is None else like.G)
-    else:
-        if isinstance(X, (list, tuple, Sequences)):
-            raise StructpredError(f"{space!r} takes a 2-d feature matrix, not sequences")
-        fmap = LinearJoint(X, space.embedding_dim)
+
+def joint_map(space, X, like=None):
+    """The joint feature map ``space`` names (``space.joint_map``) on inputs ``X`` (``like``: a
+    fitted map whose shape the new one must match, for prediction)."""
+    cls = JOINT_MAPS.get(getattr(space, "joint_map", None))
+    if cls is None:
+        raise StructpredError(f"{space!r} names an unknown joint map {getattr(space, 'joint_map', None)!r}; "
+                              f"known: {', '.join(JOINT_MAPS)}")
+    fmap = cls.build(space, X, like)
     if like is not None and fmap.n_features != like.n_features:
         raise StructpredError(f"X has {fmap.n_features} features, the model was fitted on {like.n_features}")
     return fmap

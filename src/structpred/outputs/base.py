@@ -1,13 +1,26 @@
-"""Abstract output space: the oracle interface every solver and surrogate relies on.
+"""Output spaces as small capabilities: a space implements only the oracles it has.
 
-A space fixes an embedding ``phi(y) in R^k`` (``embedding_dim``) and an affine loss
-decomposition ``L(y, y') = phi(y)^T A phi(y') + a`` (M4N §2.2, Assumption 2.1).  The
-convention throughout the library is that the *first* argument of the loss is the
+Every space is an :class:`OutputSpace` (embedding, task loss, labels, MAP decoding) plus
+the capabilities it can offer, each an abstract mixin class:
+
+==========================  =====================================================================
+:class:`LossAugmented`      ``loss_augmented(v, y) = argmax_y' L(y, y') + <phi(y'), v>`` (M3N, SGD)
+:class:`TopK`               ``top_k(v, y, K)``: the K best (loss-augmented) outputs (Casimir §4)
+:class:`Marginals`          ``marginals``, ``log_partition``, ``entropy`` (CRF, entropy smoothing)
+:class:`MaxMin`             ``max_min(v, warm, n_iter)``: SP-MP for M4N eq. 14 with warm state
+:class:`AffineLoss`         ``L(y, y') = phi(y)^T A phi(y') + a``: ``linear_loss``, ``min_loss``,
+                            ``bayes_decode`` (M4N Assumption 2.1)
+==========================  =====================================================================
+
+A method states what it needs with :func:`require`, which fails with one clear line
+naming the method, the space and the missing capability (and the space's reason, when
+it declares one in ``unsupported``).
+
+The convention throughout the library is that the *first* argument of the loss is the
 observed (true) output and the *second* the prediction, so ``A[y, y']`` is the loss of
-predicting ``y'`` when the truth is ``y``.
-
-Scores ``v`` are arrays whose last axis has length ``embedding_dim``; oracles accept a
-single score ``(k,)`` or a batch ``(n, k)`` and are vectorised over the batch.
+predicting ``y'`` when the truth is ``y``.  Scores ``v`` are arrays whose last axis has
+length ``embedding_dim``; oracles accept one score ``(k,)`` or a batch ``(n, k)`` (a
+ragged list for spaces with ``ragged = True``, see :mod:`structpred.outputs.batch`).
 """
 
 from __future__ import annotations
@@ -29,20 +42,6 @@ def as_int_labels(y, what: str) -> np.ndarray:
     elif y.dtype.kind not in "iu":
         raise StructpredError(f"{what} must be integers, got dtype {y.dtype}")
     return y.astype(np.int64)
-
-
-def rowdot(V, Phi) -> np.ndarray:
-    """``<v_i, phi_i>`` per sample, for ``(n, k)`` arrays or lists of vectors (chains)."""
-    if isinstance(V, list):
-        return np.array([float(a @ b) for a, b in zip(V, Phi)])
-    return np.einsum("ij,ij->i", np.atleast_2d(V), np.atleast_2d(Phi))
-
-
-def rowsub(A, B):
-    """``a_i - b_i`` per sample, for arrays or lists of vectors."""
-    if isinstance(A, list):
-        return [a - b for a, b in zip(A, B)]
-    return np.atleast_2d(A) - np.atleast_2d(B)
 
 
 @dataclass
@@ -69,36 +68,26 @@ class MaxMinResult:
 
 
 class OutputSpace(ABC):
-    """Oracle interface of a structured output space (DESIGN.md, table "Output spaces").
+    """The part every space has: embedding ``phi``, task loss, label checks, MAP decoding.
 
-    Subclasses implement:
+    Class attributes a space may set:
 
-    ``embedding_dim``            dimension ``k`` of ``phi(y)`` and of a score ``v``.
-    ``embed(y)``                 ``phi(y)``; batch of outputs -> ``(n, k)``.
-    ``loss(y, y2)``              task loss, vectorised (broadcasting) over outputs.
-    ``decode(v)``                ``argmax_y <phi(y), v>`` (MAP).
-    ``loss_augmented(v, y)``     ``argmax_y' L(y, y') + <phi(y'), v>``.
-    ``marginals(v)``             ``E_{p_v} phi(y)`` for ``p_v(y) ∝ exp <phi(y), v>``.
-    ``log_partition(v)``         ``log sum_y exp <phi(y), v>``.
-    ``bayes_decode(m)``          ``argmin_y' sum_y m(y) L(y, y')`` for marginals ``m``.
-    ``max_min(v, warm, n_iter)`` SP-MP answer of M4N eq. 14 as a :class:`MaxMinResult`.
-
-    Solvers additionally use numba kernels that a space exposes through
-    ``kernel_data()`` (a tuple of arrays passed to the jitted kernels); see
-    :mod:`structpred.solvers` for the registry of per-space pass kernels.
+    ``name``          short name for messages.
+    ``ragged``        batches are lists of per-sample vectors (embedding size varies).
+    ``joint_map``     name of its default joint feature map
+                      (:data:`structpred.features.joint.JOINT_MAPS`).
+    ``unsupported``   ``{capability: reason}`` printed when a method needs one it lacks.
     """
 
-    #: short name used in error messages and registries
     name: str = "output-space"
-    #: the constant ``a`` of the affine loss ``L(y, y') = phi(y)^T A phi(y') + a``
-    loss_offset: float = 0.0
-    #: whether the exp oracle (``marginals`` / ``log_partition``) is tractable
-    supports_marginals: bool = True
+    ragged: bool = False
+    joint_map: str = "linear"
+    unsupported: dict = {}
 
     @property
     def label_shape(self) -> tuple:
-        """Shape of one output (``()`` for a class index, ``(M,)`` for a ranking); a batch
-        of ``n`` outputs has shape ``(n, *label_shape)``."""
+        """Shape of one output (``()`` for a class index, ``(M,)`` for a ranking, ``(None,)``
+        for a sequence); a dense batch of ``n`` outputs has shape ``(n, *label_shape)``."""
         return ()
 
     @property
@@ -106,27 +95,12 @@ class OutputSpace(ABC):
         """Number of labels (classes, or items being ranked)."""
         return self.embedding_dim
 
-    def require_marginals(self) -> None:
-        """Raise a :class:`StructpredError` when the exp oracle is intractable (e.g. CRF on
-        permutations); no-op otherwise."""
-
-    def init_maxmin_state(self, n: int) -> tuple:
-        """Start state of :meth:`max_min` for ``n`` scores: a pair of ``(n, w)`` arrays, one
-        per player (default: log of the uniform distribution on the simplex)."""
-        k = self.embedding_dim
-        s = np.full((int(n), k), -np.log(k))
-        return s, s.copy()
-
-    def mix_warm_state(self, lmu, lnu, eps: float) -> None:
-        """In place: mix one sample's warm state with the start state (weight ``eps``),
-        keeping warm starts away from the boundary (see :func:`structpred.solvers.gbcfw`)."""
-        k = self.embedding_dim
-        for s in (lmu, lnu):
-            s[:k] = np.logaddexp(s[:k] + np.log1p(-eps), np.log(eps / k))
-
     @property
     @abstractmethod
     def embedding_dim(self) -> int: ...
+
+    @abstractmethod
+    def check_labels(self, y): ...
 
     @abstractmethod
     def embed(self, y) -> np.ndarray: ...
@@ -137,30 +111,102 @@ class OutputSpace(ABC):
     @abstractmethod
     def decode(self, v) -> np.ndarray: ...
 
+    def pass_kernels(self, fmap, y):
+        """Compiled per-pass solver loops for this space on the joint map ``fmap`` and labels
+        ``y`` (an object with ``bcfw_pass`` / ``gbcfw_pass`` / ``sdca_pass``), or ``None``
+        to use the solvers' generic loop over the public oracles."""
+        return None
+
+
+class LossAugmented(ABC):
+    """``argmax_y' L(y, y') + <phi(y'), v>`` (the structured hinge's oracle)."""
+
     @abstractmethod
     def loss_augmented(self, v, y) -> np.ndarray: ...
 
-    @abstractmethod
-    def marginals(self, v) -> np.ndarray: ...
+
+class TopK(ABC):
+    """``top_k(v, y, K)``: the ``K`` outputs of largest ``<phi(y'), v> + L(y, y')`` (``y=None``:
+    without the loss), in decreasing order, as ``(outputs, scores)`` per sample (Casimir §4)."""
 
     @abstractmethod
-    def log_partition(self, v) -> np.ndarray: ...
+    def top_k(self, v, y, K: int): ...
+
+
+class Marginals(ABC):
+    """The exp oracle: ``p_v(y) ∝ exp <phi(y), v>``, its mean ``E phi``, ``log Z`` and the
+    entropy of mean parameters (the CRF's conjugate)."""
 
     @abstractmethod
-    def bayes_decode(self, m) -> np.ndarray: ...
+    def marginals(self, v): ...
+
+    @abstractmethod
+    def log_partition(self, v): ...
+
+    @abstractmethod
+    def entropy(self, mu) -> np.ndarray: ...
+
+    @abstractmethod
+    def entropy_coefficients(self, mu) -> np.ndarray:
+        """``c`` with ``entropy(mu) = -sum_j c_j mu_j log mu_j`` on one marginal vector."""
+
+
+class AffineLoss(ABC):
+    """``L(y, y') = phi(y)^T A phi(y') + loss_offset`` (M4N Assumption 2.1)."""
+
+    loss_offset: float = 0.0
+
+    @abstractmethod
+    def linear_loss(self, y, mu) -> np.ndarray:
+        """``phi(y_i)^T A mu_i`` row-wise (without ``loss_offset``)."""
+
+    @abstractmethod
+    def min_loss(self, mu) -> np.ndarray:
+        """``min_y' phi(y')^T A mu_i`` row-wise (without ``loss_offset``; M4N (D))."""
+
+    @abstractmethod
+    def bayes_decode(self, m) -> np.ndarray:
+        """``argmin_y' sum_y m(y) L(y, y') = argmin_y' phi(y')^T A^T m`` for mean parameters ``m``."""
+
+
+class MaxMin(ABC):
+    """SP-MP answer of ``max_mu min_nu nu^T A mu + v^T mu`` (M4N eq. 14) with a warm state."""
 
     @abstractmethod
     def max_min(self, v, warm=None, n_iter: int = 20) -> MaxMinResult: ...
 
-    def linear_loss(self, y, mu) -> np.ndarray:
-        """``phi(y_i)^T A mu_i`` row-wise (linear dual term of M3N, without ``loss_offset``)."""
-        raise NotImplementedError
+    def init_maxmin_state(self, n: int) -> tuple:
+        """Start state of :meth:`max_min` for ``n`` scores: a pair of ``(n, w)`` arrays, one
+        per player (default: log of the uniform distribution on the simplex)."""
+        k = self.embedding_dim
+        s = np.full((int(n), k), -np.log(k))
+        return s, s.copy()
 
-    def min_loss(self, mu) -> np.ndarray:
-        """``min_y' phi(y')^T A mu_i`` row-wise (concave dual term of M4N, M4N (D), without
-        ``loss_offset``)."""
-        raise NotImplementedError
+    def mix_warm_state(self, lmu, lnu, eps: float) -> None:
+        """In place: mix one sample's warm state with the start state (weight ``eps``),
+        keeping warm starts away from the boundary (see :class:`structpred.surrogates.MaxMinMargin`)."""
+        k = self.embedding_dim
+        for s in (lmu, lnu):
+            s[:k] = np.logaddexp(s[:k] + np.log1p(-eps), np.log(eps / k))
 
-    def kernel_data(self) -> tuple:
-        """Arrays describing the space to its numba kernels (space-specific layout)."""
-        raise NotImplementedError
+
+#: capability name -> class, for messages and :func:`capabilities`
+CAPABILITIES = {"loss-augmented decoding": LossAugmented, "top-K": TopK, "marginals": Marginals,
+                "max-min": MaxMin, "affine loss": AffineLoss}
+
+
+def capabilities(space) -> list[str]:
+    """Names of the capabilities ``space`` implements."""
+    return [name for name, cap in CAPABILITIES.items() if isinstance(space, cap)]
+
+
+def require(space, capability, who: str) -> None:
+    """Raise one clear :class:`StructpredError` unless ``space`` has ``capability``."""
+    if not isinstance(space, OutputSpace):
+        raise StructpredError(f"{who} needs an output space (structpred.outputs.OutputSpace), got {space!r}")
+    if isinstance(space, capability):
+        return
+    name = next(n for n, c in CAPABILITIES.items() if c is capability)
+    reason = getattr(space, "unsupported", {}).get(capability)
+    raise StructpredError(f"{who} needs {name}, which {space!r} does not provide"
+                          + (f": {reason}" if reason else f" (it has: {', '.join(capabilities(space)) or 'none'})"))

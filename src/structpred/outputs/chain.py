@@ -20,8 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError
-from structpred.outputs import _chain_kernels as K
-from structpred.outputs.base import MaxMinResult, OutputSpace, as_int_labels
+from structpred.outputs import _chain_kernels as K_
+from structpred.outputs.base import (
+    AffineLoss,
+    LossAugmented,
+    Marginals,
+    MaxMin,
+    MaxMinResult,
+    OutputSpace,
+    TopK,
+    as_int_labels,
+)
+from structpred.outputs.batch import is_ragged
 
 NODE_LOSSES = ("hamming", "zero_one", "absolute", "squared")
 
@@ -40,7 +50,7 @@ def node_loss_matrix(name: str, R: int) -> np.ndarray:
     raise StructpredError(f"unknown node loss {name!r}: use one of {', '.join(NODE_LOSSES)} or an R x R matrix")
 
 
-class Chain(OutputSpace):
+class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
     """Sequences over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters
@@ -66,6 +76,8 @@ class Chain(OutputSpace):
     """
 
     name = "chain"
+    ragged = True
+    joint_map = "sequence"
 
     def __init__(self, n_labels: int, node_loss="hamming", weights=None, iterations_per_node: bool = True):
         try:
@@ -154,10 +166,6 @@ class Chain(OutputSpace):
         return np.ascontiguousarray(self.position_weights(T)[:, None, None] * self.node_loss[None])
 
     # --- batches -----------------------------------------------------------------------
-    @staticmethod
-    def _is_batch(x) -> bool:
-        return isinstance(x, (list, tuple))
-
     def _scores(self, v):
         U, P = self.split(v)
         if not (np.all(np.isfinite(U)) and np.all(np.isfinite(P))):
@@ -166,7 +174,7 @@ class Chain(OutputSpace):
 
     def check_labels(self, y):
         """Validate one sequence ``(T,)`` or a list of them; returns int64 arrays."""
-        if self._is_batch(y):
+        if is_ragged(y):
             return [self.check_labels(s) for s in y]
         s = as_int_labels(y, "chain labels")
         if s.ndim != 1 or s.shape[0] < 1:
@@ -176,7 +184,7 @@ class Chain(OutputSpace):
         return s
 
     def _map(self, fn, *args):
-        if self._is_batch(args[0]):
+        if is_ragged(args[0]):
             if len(args) > 1 and any(len(a) != len(args[0]) for a in args[1:]):
                 raise StructpredError(f"batch sizes differ: {[len(a) for a in args]}")
             return [fn(*xs) for xs in zip(*args)]
@@ -204,7 +212,7 @@ class Chain(OutputSpace):
             return float(self.position_weights(a.shape[0]) @ self.node_loss[a, b])
 
         out = self._map(one, y, y2)
-        return np.asarray(out) if self._is_batch(y) else out
+        return np.asarray(out) if is_ragged(y) else out
 
     def linear_loss(self, y, mu):
         """``phi(y)^T A mu = sum_t w_t (C mu_t)[y_t] / sum w`` per sequence."""
@@ -260,7 +268,7 @@ class Chain(OutputSpace):
         def one(s):
             U, P = self._scores(s)
             out = np.empty(U.shape[0], dtype=np.int64)
-            K.viterbi(U, P, out)
+            K_.viterbi(U, P, out)
             return out
 
         return self._map(one, v)
@@ -274,28 +282,34 @@ class Chain(OutputSpace):
                 raise StructpredError(f"score of length {U.shape[0]} but labels of length {lab.shape[0]}")
             Ua = U + self.position_weights(U.shape[0])[:, None] * self.node_loss[lab]
             out = np.empty(U.shape[0], dtype=np.int64)
-            K.viterbi(Ua, P, out)
+            K_.viterbi(Ua, P, out)
             return out
 
         return self._map(one, v, y)
 
-    def top_k(self, v, K_best: int, y=None):
-        """The ``K_best`` outputs of largest ``<phi(y'), v> (+ L(y, y') if y is given)``, in
-        decreasing order: ``(Y (K', T) int64, scores (K',))`` with ``K' = min(K_best, R^T)``
-        (Casimir §4, top-K oracle)."""
-        U, P = self._scores(v)
-        if y is not None:
-            lab = self.check_labels(y)
-            if lab.shape[0] != U.shape[0]:
-                raise StructpredError(f"score of length {U.shape[0]} but labels of length {lab.shape[0]}")
-            U = U + self.position_weights(U.shape[0])[:, None] * self.node_loss[lab]
-        K_best = int(K_best)
-        if K_best < 1:
-            raise StructpredError(f"K must be >= 1, got {K_best}")
-        Y = np.zeros((K_best, U.shape[0]), dtype=np.int64)
-        S = np.zeros(K_best)
-        found = K.top_k_viterbi(U, P, K_best, Y, S)
-        return Y[:found], S[:found]
+    def top_k(self, v, y, K: int):
+        """The ``K`` outputs of largest ``<phi(y'), v> + L(y, y')`` (``y=None``: without the
+        loss), in decreasing order, by list Viterbi (Casimir §4, top-K oracle): ``(Y (K', T)
+        int64, scores (K',))`` with ``K' = min(K, R^T)``; a list of them for a batch."""
+        K = int(K)
+        if K < 1:
+            raise StructpredError(f"K must be >= 1, got {K}")
+
+        def one(s, lab):
+            U, P = self._scores(s)
+            if lab is not None:
+                lab = self.check_labels(lab)
+                if lab.shape[0] != U.shape[0]:
+                    raise StructpredError(f"score of length {U.shape[0]} but labels of length {lab.shape[0]}")
+                U = U + self.position_weights(U.shape[0])[:, None] * self.node_loss[lab]
+            Y = np.zeros((K, U.shape[0]), dtype=np.int64)
+            S = np.zeros(K)
+            found = K_.top_k_viterbi(U, P, K, Y, S)
+            return Y[:found], S[:found]
+
+        if is_ragged(v):
+            return self._map(one, v, [None] * len(v) if y is None else y)
+        return one(v, y)
 
     def marginals(self, v):
         """Sum-product: ``[unary (T, R) | pairwise (T-1, R, R)]`` marginals of ``p ∝ exp <phi, v>``."""
@@ -305,7 +319,7 @@ class Chain(OutputSpace):
             out = np.empty(self.dim(T))
             node = out[: T * R].reshape(T, R)
             edge = out[T * R:].reshape(T - 1, R, R)
-            K.sum_product(U, P, node, edge, True)
+            K_.sum_product(U, P, node, edge, True)
             return out
 
         return self._map(one, v)
@@ -314,10 +328,10 @@ class Chain(OutputSpace):
         """``log sum_y exp <phi(y), v>`` (forward recursion); float or ``(n,)`` array."""
         def one(s):
             U, P = self._scores(s)
-            return float(K.log_partition(U, P))
+            return float(K_.log_partition(U, P))
 
         out = self._map(one, v)
-        return np.asarray(out) if self._is_batch(v) else out
+        return np.asarray(out) if is_ragged(v) else out
 
     def bayes_decode(self, m):
         """``argmin_y' sum_t w_t sum_i m_t[i] C[i, y'_t]``: per node (positive weights)."""
@@ -364,7 +378,7 @@ class Chain(OutputSpace):
         n_iter = int(n_iter)
         if n_iter < 0:
             raise StructpredError("n_iter must be >= 0")
-        if self._is_batch(v):
+        if is_ragged(v):
             ws = warm if warm is not None else self.init_maxmin_state(len(v))
             rs = [self._max_min_one(s, (a, b), n_iter) for s, a, b in zip(v, ws[0], ws[1])]
             return MaxMinResult([r.mu for r in rs], [r.nu for r in rs], np.array([r.gap for r in rs]),
@@ -395,17 +409,34 @@ class Chain(OutputSpace):
         nu = np.empty((T, R))
         thU = theta[: T * R].reshape(T, R)
         thP = theta[T * R:].reshape(T - 1, R, R)
-        K.spmp(U, P, Lw, self._kind, eta, iters, thU, thP, lnu.reshape(T, R), mu_node, mu_edge, nu)
+        K_.spmp(U, P, Lw, self._kind, eta, iters, thU, thP, lnu.reshape(T, R), mu_node, mu_edge, nu)
+        _make_feasible(mu_node, mu_edge, nu)
         # exact bounds of the averaged pair
         lower = float(np.sum(np.min(np.einsum("tij,tj->ti", Lw, mu_node), axis=1))) + float(v @ mu)
         Uq = U + np.einsum("tij,ti->tj", Lw, nu)
         ymax = np.empty(T, dtype=np.int64)
-        upper = float(K.viterbi(np.ascontiguousarray(Uq), P, ymax))
+        upper = float(K_.viterbi(np.ascontiguousarray(Uq), P, ymax))
         return MaxMinResult(mu, nu.ravel(), upper - lower, lower, upper, (theta, lnu))
 
-    def kernel_data(self) -> tuple:
-        # Interpreted only by the solvers' generic (Python) pass loop, which ignores it.
-        return (None, None, None)
+
+def _make_feasible(node, edge, nu) -> None:
+    """In place: the closest-by-construction exact point of the marginal polytope and of the
+    product of simplices.
+
+    The averaged SP-MP iterates leave the polytope by round-off (unary rows summing to
+    ``1 + 3e-10``, edges inconsistent with their unaries), which scores of size 500 turn into
+    bounds off by ``1e-6``.  ``mu`` is replaced by the marginals of the Markov chain with
+    start ``node[0] / sum`` and transitions ``edge[t][i, :] / sum_j edge[t][i, j]`` (exactly
+    consistent, and equal to ``mu`` when ``mu`` is consistent); ``nu``'s rows are normalised.
+    """
+    R = node.shape[1]
+    nu /= nu.sum(axis=1, keepdims=True)
+    node[0] /= node[0].sum()
+    for t in range(edge.shape[0]):
+        rows = edge[t].sum(axis=1, keepdims=True)
+        cond = np.where(rows > 0, edge[t] / np.where(rows > 0, rows, 1.0), 1.0 / R)
+        edge[t] = node[t][:, None] * cond
+        node[t + 1] = edge[t].sum(axis=0)
 
 
 __all__ = ["NODE_LOSSES", "Chain", "node_loss_matrix"]

@@ -11,7 +11,16 @@ from scipy.special import logsumexp, softmax
 
 from structpred.errors import StructpredError
 from structpred.outputs import _multiclass_kernels as K
-from structpred.outputs.base import MaxMinResult, OutputSpace, as_int_labels
+from structpred.outputs.base import (
+    AffineLoss,
+    LossAugmented,
+    Marginals,
+    MaxMin,
+    MaxMinResult,
+    OutputSpace,
+    TopK,
+    as_int_labels,
+)
 
 
 def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
@@ -25,7 +34,7 @@ def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
     return v2, single
 
 
-class Multiclass(OutputSpace):
+class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
     """Finite output set ``{0, ..., k-1}`` with an arbitrary loss matrix.
 
     Parameters
@@ -85,20 +94,6 @@ class Multiclass(OutputSpace):
         idx = np.arange(k)
         return cls(np.abs(idx[:, None] - idx[None, :]).astype(np.float64))
 
-    @classmethod
-    def from_name(cls, loss, k: int) -> "Multiclass":
-        """``loss`` in {"zero_one", "ordinal"} or an explicit (k, k) matrix."""
-        if isinstance(loss, str):
-            if loss in ("zero_one", "0-1", "multiclass", "mc"):
-                return cls.zero_one(k)
-            if loss in ("ordinal", "absolute", "ord"):
-                return cls.ordinal(k)
-            raise StructpredError(f"unknown loss {loss!r}: use 'zero_one', 'ordinal' or a (k, k) matrix")
-        sp = cls(loss)
-        if k is not None and sp.k != k:
-            raise StructpredError(f"loss matrix is {sp.k}x{sp.k} but {k} labels were requested")
-        return sp
-
     def __repr__(self) -> str:
         kinds = {0: "dense", 1: "zero_one", 2: "ordinal"}
         return f"Multiclass(k={self.k}, loss={kinds[self.kind]})"
@@ -122,8 +117,13 @@ class Multiclass(OutputSpace):
             raise StructpredError(f"labels must lie in 0..{self.k - 1}, got range [{y.min()}, {y.max()}]")
         return y
 
-    def kernel_data(self) -> tuple:
-        return (self.loss_matrix, np.int64(self.kind), float(self.eta))
+    def pass_kernels(self, fmap, y):
+        """The numba pass loops of :mod:`structpred.outputs._multiclass_passes` for the
+        linear joint map ``v = W^T x``; ``None`` (generic loop) for any other map."""
+        from structpred.features.joint import LinearJoint
+        from structpred.outputs._multiclass_passes import MulticlassPasses
+
+        return MulticlassPasses(self, fmap, y) if isinstance(fmap, LinearJoint) else None
 
     def embed(self, y) -> np.ndarray:
         y = self.check_labels(y)
@@ -163,6 +163,21 @@ class Multiclass(OutputSpace):
         if y.shape[0] != v2.shape[0]:
             raise StructpredError(f"{v2.shape[0]} scores but {y.shape[0]} labels")
         out = np.argmax(self.loss_matrix[y] + v2, axis=1).astype(np.int64)
+        return out[0] if single else out
+
+    def top_k(self, v, y, K: int):
+        """The ``K`` labels of largest ``v_j (+ A[y, j])`` in decreasing order (ties: lower
+        label first): ``(labels (K',), scores (K',))`` with ``K' = min(K, k)`` for one score,
+        lists of them for a batch."""
+        v2, single = _as_scores(v, self.k)
+        K = int(K)
+        if K < 1:
+            raise StructpredError(f"K must be >= 1, got {K}")
+        S = v2 if y is None else v2 + self.loss_matrix[np.atleast_1d(self.check_labels(y))]
+        if S.shape[0] != v2.shape[0]:
+            raise StructpredError(f"{v2.shape[0]} scores but {S.shape[0]} labels")
+        order = np.argsort(-S, axis=1, kind="stable")[:, :K]
+        out = [(o.astype(np.int64), s[o]) for o, s in zip(order, S)]
         return out[0] if single else out
 
     def marginals(self, v) -> np.ndarray:

@@ -25,7 +25,15 @@ from scipy.optimize import linear_sum_assignment
 
 from structpred.errors import StructpredError
 from structpred.outputs import _permutation_kernels as K
-from structpred.outputs.base import AffineLoss, LossAugmented, Marginals, MaxMin, MaxMinResult, OutputSpace, as_int_labels
+from structpred.outputs.base import (
+    AffineLoss,
+    LossAugmented,
+    Marginals,
+    MaxMin,
+    MaxMinResult,
+    OutputSpace,
+    as_int_labels,
+)
 
 _NO_MARGINALS = (
     "marginal inference on permutations (the exp oracle: marginals / log-partition of "

@@ -1,9 +1,14 @@
-"""Dual block solvers (generic drivers; per-space numba pass kernels, see ``registry``)."""
+"""Solvers: step rules on one pass driver (:mod:`structpred.solvers.driver`).
 
-from structpred.solvers._common import SolverResult
-from structpred.solvers.adagrad import adagrad
-from structpred.solvers.bcfw import bcfw, m3n_objectives
-from structpred.solvers.gbcfw import gbcfw, m4n_objectives
-from structpred.solvers.sdca import crf_objectives, sdca
+Each ``<method>(surrogate, X, y, lam, ...)`` function builds the problem and runs its rule.
+"""
 
-__all__ = ["SolverResult", "adagrad", "bcfw", "crf_objectives", "gbcfw", "m3n_objectives", "m4n_objectives", "sdca"]
+from structpred.solvers.adagrad import AdaGrad, adagrad
+from structpred.solvers.bcfw import BCFW, bcfw
+from structpred.solvers.driver import SolverResult, StepRule, run
+from structpred.solvers.gbcfw import GBCFW, gbcfw
+from structpred.solvers.problem import Problem, check_problem, primal_objective
+from structpred.solvers.sdca import SDCA, sdca
+
+__all__ = ["BCFW", "GBCFW", "SDCA", "AdaGrad", "Problem", "SolverResult", "StepRule", "adagrad", "bcfw",
+           "check_problem", "gbcfw", "primal_objective", "run", "sdca"]

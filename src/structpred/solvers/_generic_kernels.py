@@ -1,15 +1,12 @@
 """Generic (Python-level) per-pass loops of the dual block solvers.
 
-Used for output spaces without dedicated numba pass kernels (:class:`Permutation`, whose
-Hungarian step runs in scipy; :class:`Chain`, whose dual blocks have per-sequence sizes)
-and for any joint feature map.  Each step calls the space's public oracles on one sample
-(``loss_augmented``, ``embed``, ``loss``, ``linear_loss`` for BCFW; ``max_min`` with its
-warm-start state for GBCFW; ``marginals`` and ``entropy_coefficients`` for SDCA) and the
-map's ``score`` / ``add`` / ``norm2`` (:mod:`structpred.features.joint`).  The methods have
-the signatures of the numba pass kernels (see :mod:`structpred.solvers._multiclass_kernels`)
-so the drivers in ``bcfw.py`` / ``gbcfw.py`` / ``sdca.py`` call either without knowing
-which; the ``X`` / ``A`` / ``kind`` / ``eta`` / ``xnorm2`` arguments are ignored (the
-space and the map carry their own data).
+Used for every (output space, joint map) pair for which the space offers no compiled pass
+loops (``OutputSpace.pass_kernels`` returns ``None``).  Each step calls the space's public
+oracles on one sample (``loss_augmented``, ``embed``, ``loss``, ``linear_loss`` for BCFW;
+the max-min surrogate's warm-started oracle for GBCFW; ``marginals`` and
+``entropy_coefficients`` for SDCA) and the map's ``score`` / ``add`` / ``norm2``
+(:mod:`structpred.features.joint`).  A space's compiled loops are bound objects with the
+same methods, so the step rules call either without knowing which.
 """
 
 from __future__ import annotations
@@ -57,17 +54,19 @@ def _sdca_step(mu, d, c, a, b):
 
 
 class GenericKernels:
-    """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``."""
+    """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``
+    (labels ``y``)."""
 
-    def __init__(self, space, fmap):
+    def __init__(self, space, fmap, y):
         self.space = space
         self.fmap = fmap
+        self.y = y
 
-    def bcfw_pass(self, X, y, A, W, mu, lam, order, xnorm2, t0, averaging, W_avg, ell, ell_avg):
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search; same
         contract as the numba ``bcfw_pass``: ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)``
         (affine loss, constant included)."""
-        sp, fm = self.space, self.fmap
+        sp, fm, y = self.space, self.fmap, self.y
         n = fm.n
         a = float(sp.loss_offset)
         scale = 1.0 / (lam * n)
@@ -94,22 +93,15 @@ class GenericKernels:
             t += 1
         return t
 
-    def gbcfw_pass(self, X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix):
-        """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``) with the space's
-        ``max_min`` oracle warm started from the per-sample states ``LMU[i]``, ``LNU[i]``
-        (layout of ``space.init_maxmin_state``); same contract as the numba ``gbcfw_pass``."""
-        sp, fm = self.space, self.fmap
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate):
+        """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``) with the max-min
+        surrogate's warm-started oracle (:meth:`MaxMinMargin.oracle`)."""
+        fm = self.fmap
         n = fm.n
         scale = 1.0 / (lam * n)
         t = t0
         for i in order:
-            v = fm.score(i, W)
-            res = sp.max_min(v, warm=(LMU[i], LNU[i]) if warm else None, n_iter=n_iter)
-            gaps[i] = res.gap
-            LMU[i] = res.state[0]
-            LNU[i] = res.state[1]
-            if warm and warm_mix > 0.0:
-                sp.mix_warm_state(LMU[i], LNU[i], warm_mix)
+            res = surrogate.oracle(i, fm.score(i, W))
             gamma = 2.0 * n / (t + 2.0 * n)
             fm.add(i, W, (gamma * scale) * (mu[i] - res.mu))
             mu[i] *= 1.0 - gamma
@@ -117,12 +109,11 @@ class GenericKernels:
             t += 1
         return t
 
-    def sdca_pass(self, X, y, W, mu, lam, order, xnorm2):
+    def sdca_pass(self, W, mu, lam, order):
         """One SDCA pass for the CRF with the step of Le Priol et al. (2018): move the dual
         block towards the marginals of the current score, ``mu_i + g (q_i - mu_i)``, with
         ``g`` maximising the dual ``(1/n) sum H(mu_i) - lam/2 ||W||^2`` on the segment."""
         sp, fm = self.space, self.fmap
-        sp.require_marginals()
         n = fm.n
         scale = 1.0 / (lam * n)
         for i in order:

@@ -1,66 +1,54 @@
-"""SDCA for the CRF / multinomial logistic loss (Shalev-Shwartz & Zhang 2013)."""
+"""SDCA for the CRF / multinomial logistic loss (Shalev-Shwartz & Zhang 2013): a step rule."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from structpred.features.joint import joint_map
-from structpred.solvers._common import (
-    PassTimer,
-    SolverResult,
-    check_problem,
-    init_dual,
-    make_rng,
-    progress,
-    val_record,
-)
-from structpred.solvers.registry import kernels_for
-from structpred.surrogates.crf import crf_loss
+from structpred.errors import StructpredError
+from structpred.solvers.driver import SolverResult, StepRule, run
+from structpred.solvers.problem import check_problem
+from structpred.surrogates import LogLoss
 
 
-def crf_objectives(space, fmap, y, W, lam, mu):
-    """(primal, dual) of the CRF: ``(1/n) sum S_crf(v_i, y_i) + lam/2 ||W||^2`` and
-    ``(1/n) sum H(mu_i) - lam/2 ||W||^2``."""
-    val, _ = crf_loss(space, fmap.scores(W), y)
-    reg = 0.5 * lam * float(np.sum(W * W))
-    return float(np.mean(val)) + reg, float(np.mean(space.entropy(mu))) - reg
-
-
-def sdca(space, X, y, lam, n_passes=50, random_state=None, X_val=None, y_val=None,
-         tol=None, verbose=False, predict=None, eval_every=1) -> SolverResult:
+class SDCA(StepRule):
     """Minimise ``(1/n) sum_i [log Z(v_i) - v_i . phi(y_i)] + lam/2 ||W||^2``.
 
     Dual ``(1/n) sum_i H(mu_i) - lam/2 ||W(mu)||^2`` with ``W(mu) = (1/(lam n)) sum_i
-    x_i (phi(y_i) - mu_i)^T``; each block is maximised exactly (a 1-D root find on
-    the simplex multiplier with per-coordinate Newton, see ``_entropy_block``).
-    History: primal, dual, exact gap, oracle_calls (marginal computations), seconds.
-    ``predict`` maps rows to outputs for the validation loss (default Bayes decoding).
-    ``eval_every``: objectives and validation loss every that many passes and at the last.
+    Psi_i (phi(y_i) - mu_i)``; each block is maximised exactly on the simplex (multiclass
+    kernels) or along the segment towards the current marginals (Le Priol et al. 2018, the
+    generic loop).  Objectives: primal, dual, exact gap.
     """
-    space.require_marginals()
-    fmap, y, lam = check_problem(space, X, y, lam)
-    kern = kernels_for(space, fmap)
-    rng = make_rng(random_state)
-    n = fmap.n
-    W = np.zeros(fmap.weight_shape)
-    mu = init_dual(space, y)
-    X = getattr(fmap, "X", None)
-    timer = PassTimer()
-    hist = []
-    if predict is None:
-        def predict(Xv):
-            return space.bayes_decode(space.marginals(joint_map(space, Xv, like=fmap).scores(W)))
 
-    for p in progress(range(1, int(n_passes) + 1), verbose, "SDCA"):
-        order = rng.permutation(n).astype(np.int64)
-        with timer:
-            kern.sdca_pass(X, y, W, mu, lam, order, getattr(fmap, "xnorm2", None))
-        if p % int(eval_every) != 0 and p != int(n_passes):
-            continue
-        primal, dual = crf_objectives(space, fmap, y, W, lam, mu)
-        rec = {"pass": p, "primal": primal, "dual": dual, "gap": primal - dual,
-               "oracle_calls": p * n, "seconds": timer.total}
-        hist.append(val_record(rec, predict, X_val, y_val, space))
-        if tol is not None and primal - dual <= tol:
-            break
-    return SolverResult(W, mu, hist, {})
+    name = "SDCA"
+
+    def __init__(self, surrogate: LogLoss):
+        if not isinstance(surrogate, LogLoss):
+            raise StructpredError(f"SDCA minimises the CRF log-loss (LogLoss), got {surrogate!r}")
+        super().__init__(surrogate)
+
+    def init(self, problem) -> None:
+        super().init(problem)
+        self.kernels = problem.pass_kernels()
+        self.mu = problem.init_dual()
+
+    def epoch(self, order) -> None:
+        self.kernels.sdca_pass(self.W, self.mu, self.problem.lam, order)
+        self.oracle_calls += len(order)
+
+    def objectives(self) -> dict:
+        pb = self.problem
+        primal = pb.primal(self.surrogate, self.W)
+        dual = float(np.mean(pb.space.entropy(self.mu))) - pb.regulariser(self.W)
+        return {"primal": primal, "dual": dual, "gap": primal - dual}
+
+    def result(self, history) -> SolverResult:
+        return SolverResult(self.W, self.mu, history, {})
+
+
+def sdca(surrogate: LogLoss, X, y, lam, n_passes=50, random_state=None, X_val=None, y_val=None,
+         tol=None, time_budget=None, verbose=False, eval_every=1) -> SolverResult:
+    """:class:`SDCA` on ``(X, y)`` through the driver."""
+    rule = SDCA(surrogate)
+    problem = check_problem(surrogate.space, X, y, lam)
+    return run(rule, problem, n_passes=n_passes, random_state=random_state, eval_every=eval_every,
+               tol=tol, time_budget=time_budget, X_val=X_val, y_val=y_val, verbose=verbose)

@@ -1,11 +1,9 @@
-"""Surrogate losses built from output-space oracles: value and gradient w.r.t. the score.
+"""Surrogate losses built from output-space oracles: objects with value, gradient and state
+(:class:`structpred.surrogates.base.Surrogate`)."""
 
-Each function takes an output space, scores ``v`` of shape ``(n, k)`` and outputs ``y``
-and returns ``(values (n,), gradients (n, k))``.
-"""
+from structpred.surrogates.base import Surrogate
+from structpred.surrogates.crf import LogLoss
+from structpred.surrogates.hinge import Hinge
+from structpred.surrogates.maxmin import MaxMinMargin
 
-from structpred.surrogates.crf import crf_loss
-from structpred.surrogates.hinge import hinge_loss
-from structpred.surrogates.maxmin import maxmin_loss
-
-__all__ = ["crf_loss", "hinge_loss", "maxmin_loss"]
+__all__ = ["Hinge", "LogLoss", "MaxMinMargin", "Surrogate"]

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from structpred.outputs.base import rowdot, rowsub
+from structpred.outputs.base import AffineLoss, Marginals
+from structpred.outputs.batch import rowdot, rowsub
+from structpred.surrogates.base import Surrogate
 
 
-def _batch(space, v, y):
-    if isinstance(v, list):
-        return v, space.check_labels(list(y))
-    return np.atleast_2d(np.asarray(v, dtype=np.float64)), np.atleast_1d(space.check_labels(y))
+class LogLoss(Surrogate):
+    """``S(v, y) = log Z(v) - <v, phi(y)>``; gradient ``E_{p_v} phi - phi(y)``.  Predictions
+    by Bayes decoding with the task loss: ``argmin_y' sum_y p_v(y) L(y, y')``."""
 
+    requires = (Marginals, AffineLoss)
 
-def crf_loss(space, v, y):
-    """``S(v, y) = log Z(v) - <v, phi(y)>``; gradient ``E_{p_v} phi - phi(y)``.
+    def value_grad(self, v, y):
+        v, y = self.batch(v, y)
+        sp = self.space
+        phi_y = sp.embed(y)
+        return np.atleast_1d(sp.log_partition(v)) - rowdot(v, phi_y), rowsub(sp.marginals(v), phi_y)
 
-    ``v``: ``(n, k)`` scores (or a list of score vectors for chains); returns ``(values (n,),
-    gradients)`` in the same layout."""
-    v, y = _batch(space, v, y)
-    phi_y = space.embed(y)
-    val = np.atleast_1d(space.log_partition(v)) - rowdot(v, phi_y)
-    return val, rowsub(space.marginals(v), phi_y)
+    def sample_grad(self, i, v, y):
+        return self.space.marginals(v) - self.space.embed(y)
+
+    def predict(self, V):
+        return self.space.bayes_decode(self.space.marginals(V))

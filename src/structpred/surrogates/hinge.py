@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from structpred.outputs.base import rowdot, rowsub
-from structpred.surrogates.crf import _batch
+from structpred.outputs.base import LossAugmented
+from structpred.outputs.batch import rowdot, rowsub
+from structpred.surrogates.base import Surrogate
 
 
-def hinge_loss(space, v, y):
+class Hinge(Surrogate):
     """``S(v, y) = max_y' L(y, y') + <v, phi(y') - phi(y)>``; gradient ``phi(y*) - phi(y)``."""
-    v, y = _batch(space, v, y)
-    ys = space.loss_augmented(v, y)
-    grad = rowsub(space.embed(ys), space.embed(y))
-    val = np.atleast_1d(space.loss(y, ys)) + rowdot(v, grad)
-    return val, grad
+
+    requires = (LossAugmented,)
+
+    def value_grad(self, v, y):
+        v, y = self.batch(v, y)
+        sp = self.space
+        ys = sp.loss_augmented(v, y)
+        grad = rowsub(sp.embed(ys), sp.embed(y))
+        return np.atleast_1d(sp.loss(y, ys)) + rowdot(v, grad), grad
+
+    def sample_grad(self, i, v, y):
+        sp = self.space
+        return sp.embed(sp.loss_augmented(v, y)) - sp.embed(y)

@@ -1,11 +1,12 @@
-"""Per-pass numba kernels of the dual block solvers for the multiclass space.
+"""Per-pass numba loops of the dual block solvers (BCFW, GBCFW, SDCA) for the multiclass space.
 
 Model: ``v_i = W^T x_i`` with ``W`` of shape ``(d, k)`` (row-major), dual blocks
 ``mu`` of shape ``(n, k)`` (rows in the simplex) and the primal-dual map
 ``W = (1 / (lam n)) sum_i x_i (e_{y_i} - mu_i)^T`` (M4N §5.1), kept incrementally.
-The oracles come from :mod:`structpred.outputs._multiclass_kernels`.  A new output
-space registers its own pass kernels with the same signatures (see
-:mod:`structpred.solvers.registry`).
+The oracles come from :mod:`structpred.outputs._multiclass_kernels`.  The space hands
+them to the solvers bound to its data (:class:`MulticlassPasses`, through
+``Multiclass.pass_kernels``); the bound methods have the signatures of the solvers'
+generic loop (:class:`structpred.solvers._generic_kernels.GenericKernels`).
 """
 
 from __future__ import annotations
@@ -214,3 +215,22 @@ def sdca_pass(X, y, W, mu, lam, order, xnorm2):
             coef[j] = scale * (mu[i, j] - new[j])
             mu[i, j] = new[j]
         _rank1(X, i, W, coef)
+
+
+class MulticlassPasses:
+    """The loops above bound to a multiclass space, a linear joint map and the labels."""
+
+    def __init__(self, space, fmap, y):
+        self.X, self.xnorm2, self.y = fmap.X, fmap.xnorm2, y
+        self.A, self.kind, self.eta = space.loss_matrix, np.int64(space.kind), float(space.eta)
+
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg):
+        return bcfw_pass(self.X, self.y, self.A, W, mu, lam, order, self.xnorm2, t0, averaging, W_avg, ell, ell_avg)
+
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate):
+        s = surrogate
+        return gbcfw_pass(self.X, self.y, self.A, self.kind, self.eta, W, mu, lam, order, t0, s.n_iter,
+                          s.warm_start, s.LMU, s.LNU, s.gaps, s.warm_mix)
+
+    def sdca_pass(self, W, mu, lam, order):
+        sdca_pass(self.X, self.y, W, mu, lam, order, self.xnorm2)

@@ -1,0 +1,164 @@
+"""The one pass driver: every solver is a step rule on it.
+
+:func:`run` owns the loop over passes: the sample order (one permutation per pass from
+the solver's generator), the timer (training time only), the evaluation schedule
+(``eval_every``), the history, oracle-call counting, the tqdm progress bar and stopping
+(the number of passes, ``tol`` on a certified duality gap, a time budget).  A method is a
+:class:`StepRule`: its state, what it does at the start and end of a pass, and one step
+per sample (or a whole compiled pass), plus the objectives it can report.
+
+Designed for the primal methods to come: SVRG's full gradient is a ``start_epoch``,
+Casimir's smoothing parameter and prox centre change in ``start_epoch`` / ``end_epoch``,
+and prox-linear's outer loop is a rule whose ``epoch`` runs an inner solver.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from structpred.errors import StructpredError
+from structpred.features.joint import joint_map
+
+
+@dataclass
+class SolverResult:
+    """Output of a solver run.
+
+    W : weights of the joint feature map (the averaged iterate when averaging was requested).
+    mu : dual blocks, ``(n, k)`` or a list of per-sample vectors (``None`` for primal methods).
+    history : list of per-pass dicts (pass, the rule's objectives, oracle_calls, seconds,
+        [val_loss]).
+    state : rule-specific extra arrays (e.g. the oracle's warm-start state).
+    """
+
+    W: np.ndarray
+    mu: object
+    history: list = field(default_factory=list)
+    state: dict = field(default_factory=dict)
+
+
+class StepRule(ABC):
+    """One optimisation method on the driver.
+
+    ``init(problem)`` allocates the state; per pass the driver calls ``start_epoch(p)``,
+    ``epoch(order)`` (default: ``step(i)`` for each sample) and ``end_epoch(p)``, all timed;
+    ``oracle_calls`` counts the oracle calls of training.  ``objectives()`` gives the
+    per-pass record (``gap``, when present, must be a certified upper bound on the
+    duality gap: the driver's ``tol`` stops on it), ``weights()`` the weights to evaluate
+    and ``result()`` the final :class:`SolverResult`.
+    """
+
+    name = "solver"
+
+    def __init__(self, surrogate):
+        self.surrogate = surrogate
+        self.problem = None
+        self.oracle_calls = 0
+
+    def init(self, problem) -> None:
+        self.problem = problem
+        self.oracle_calls = 0
+        self.W = np.zeros(problem.fmap.weight_shape)
+
+    def start_epoch(self, epoch: int) -> None:
+        """Hook before a pass (a full gradient, a new smoothing parameter...)."""
+
+    def epoch(self, order: np.ndarray) -> None:
+        for i in order:
+            self.step(int(i))
+
+    def step(self, i: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} runs whole passes (epoch), not single steps")
+
+    def end_epoch(self, epoch: int) -> None:
+        """Hook after a pass (averaging, a prox-centre update...)."""
+
+    def weights(self) -> np.ndarray:
+        return self.W
+
+    @abstractmethod
+    def objectives(self) -> dict: ...
+
+    def result(self, history: list) -> SolverResult:
+        return SolverResult(self.weights(), None, history, {})
+
+
+class PassTimer:
+    """Accumulates training time only (evaluation between passes is excluded)."""
+
+    def __init__(self):
+        self.total = 0.0
+        self._t = None
+
+    def __enter__(self):
+        self._t = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.total += time.perf_counter() - self._t
+
+
+def make_rng(random_state) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
+def progress(iterable, verbose: bool, desc: str):
+    if verbose:
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, desc=desc)
+    return iterable
+
+
+def _positive_int(value, what: str) -> int:
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        raise StructpredError(f"{what} must be a positive integer, got {value!r}") from None
+    if out < 1 or out != value:
+        raise StructpredError(f"{what} must be a positive integer, got {value!r}")
+    return out
+
+
+def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1, tol=None,
+        time_budget=None, X_val=None, y_val=None, verbose=False) -> SolverResult:
+    """Run ``rule`` on ``problem`` for at most ``n_passes`` passes.
+
+    The objectives (and the validation loss on ``(X_val, y_val)``, decoded by the rule's
+    surrogate) are recorded every ``eval_every`` passes and at the last one; training
+    stops early when a recorded ``gap`` is ``<= tol`` or when the training time exceeds
+    ``time_budget`` seconds (that pass is then recorded).
+    """
+    n_passes = _positive_int(n_passes, "n_passes")
+    eval_every = _positive_int(eval_every, "eval_every")
+    if time_budget is not None and not float(time_budget) > 0:
+        raise StructpredError(f"time_budget must be a positive number of seconds, got {time_budget}")
+    rng = make_rng(random_state)
+    space = problem.space
+    val_map = None if X_val is None else joint_map(space, X_val, like=problem.fmap)
+    rule.init(problem)
+    timer = PassTimer()
+    history = []
+    for p in progress(range(1, n_passes + 1), verbose, rule.name):
+        order = rng.permutation(problem.n).astype(np.int64)
+        with timer:
+            rule.start_epoch(p)
+            rule.epoch(order)
+            rule.end_epoch(p)
+        out_of_time = time_budget is not None and timer.total >= float(time_budget)
+        if p % eval_every != 0 and p != n_passes and not out_of_time:
+            continue
+        rec = {"pass": p, **rule.objectives(), "oracle_calls": rule.oracle_calls, "seconds": timer.total}
+        if val_map is not None:
+            pred = rule.surrogate.predict(val_map.scores(rule.weights()))
+            rec["val_loss"] = float(np.mean(space.loss(y_val, pred)))
+        history.append(rec)
+        if out_of_time or (tol is not None and "gap" in rec and rec["gap"] <= tol):
+            break
+    return rule.result(history)

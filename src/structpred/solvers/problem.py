@@ -1,0 +1,96 @@
+"""A training problem ``(1/n) sum_i S(Psi_i^T w, y_i) + lam/2 ||w||^2``: its one validation.
+
+Estimators and solvers check their inputs here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from structpred.errors import StructpredError
+from structpred.features.joint import joint_map
+from structpred.outputs.batch import is_ragged
+
+
+@dataclass
+class Problem:
+    """Output space, joint feature map of the training inputs, checked labels, ``lam``."""
+
+    space: object
+    fmap: object
+    y: object
+    lam: float
+
+    @property
+    def n(self) -> int:
+        return self.fmap.n
+
+    def pass_kernels(self):
+        """Per-pass loops of the dual solvers: the space's compiled ones when it has them for
+        this map, else the generic loop over its public oracles."""
+        from structpred.solvers._generic_kernels import GenericKernels
+
+        kern = self.space.pass_kernels(self.fmap, self.y)
+        return kern if kern is not None else GenericKernels(self.space, self.fmap, self.y)
+
+    def regulariser(self, W) -> float:
+        return 0.5 * self.lam * float(np.sum(W * W))
+
+    def primal(self, surrogate, W) -> float:
+        """``(1/n) sum_i S(Psi_i^T W, y_i) + lam/2 ||W||^2`` with the surrogate's value (its
+        certified upper bound for the max-min surrogate)."""
+        val, _ = surrogate.value_grad(self.fmap.scores(W), self.y)
+        return float(np.mean(val)) + self.regulariser(W)
+
+    def init_dual(self):
+        """``mu_i = phi(y_i)`` so that ``W(mu) = 0`` (an ``(n, k)`` array, or a list of vectors
+        for ragged spaces)."""
+        phi = self.space.embed(self.y)
+        if is_ragged(phi):
+            return [np.array(p, dtype=np.float64) for p in phi]
+        return np.ascontiguousarray(phi.astype(np.float64))
+
+
+def check_labels_for(space, y, n: int, seq_lengths=None):
+    """Labels ``y`` of ``n`` samples checked against ``space`` (and against the input
+    sequences' lengths for ragged spaces)."""
+    if space.ragged or is_ragged(y):
+        if not is_ragged(y):
+            raise StructpredError(f"{space!r} takes y as a list of label sequences")
+        if len(y) != n:
+            raise StructpredError(f"y has {len(y)} label sequences but X has {n} samples")
+        y = space.check_labels(list(y))
+        if seq_lengths is not None and any(len(s) != t for s, t in zip(y, seq_lengths)):
+            raise StructpredError("a label sequence and its input sequence have different lengths")
+        return y
+    y = np.asarray(y)
+    shape = tuple(space.label_shape)
+    if y.ndim != 1 + len(shape) or y.shape[0] != n:
+        want = f"1-d with {n} entries" if not shape else f"of shape ({n}, {', '.join(map(str, shape))})"
+        raise StructpredError(f"y must be {want}, got shape {y.shape}")
+    return np.ascontiguousarray(space.check_labels(y))
+
+
+def check_lam(lam) -> float:
+    try:
+        lam = float(lam)
+    except (TypeError, ValueError):
+        raise StructpredError(f"lam must be a positive number, got {lam!r}") from None
+    if not np.isfinite(lam) or lam <= 0:
+        raise StructpredError(f"lam must be a positive number, got {lam}")
+    return lam
+
+
+def primal_objective(surrogate, X, y, W, lam) -> float:
+    """The regularised objective of ``surrogate`` on ``(X, y)`` at weights ``W``."""
+    return check_problem(surrogate.space, X, y, lam).primal(surrogate, W)
+
+
+def check_problem(space, X, y, lam, like=None) -> Problem:
+    """Validate a training problem (inputs, labels, ``lam``) and build its joint feature map."""
+    fmap = joint_map(space, X, like=like)
+    seq = getattr(fmap, "seq", None)
+    y = check_labels_for(space, y, fmap.n, None if seq is None else seq.lengths)
+    return Problem(space, fmap, y, check_lam(lam))

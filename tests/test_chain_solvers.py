@@ -19,8 +19,8 @@ from structpred.features.joint import SequenceJoint, joint_map
 from structpred.features.sequences import Sequences
 from structpred.outputs import Chain
 from structpred.solvers import adagrad, bcfw, gbcfw, sdca
-from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
 from structpred.solvers import primal_objective as primal
+from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
 
 R = 3          # labels
 D = 3          # features per position

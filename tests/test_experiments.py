@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -64,7 +66,10 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
 
 
 def test_job_settings_depend_only_on_the_job():
-    from structpred.experiments.m4n import job_settings
+    from structpred.experiments.registry import get
+
+    def job_settings(config, experiment, dataset, method):
+        return get(experiment).settings(config, dataset, method)
 
     config = {"m4n_table1": {"tasks": {"mc": {"loss": "zero_one", "datasets": ["iris"]},
                                        "ord": {"loss": "ordinal", "datasets": ["auto"]}},
@@ -104,3 +109,23 @@ def test_lambda_grid_in_parallel_gives_the_same_results():
     assert sum(r["selected"] for r in rec1) == 1
     cols = [c for c in hist1.columns if c != "seconds"]
     assert hist1[cols].equals(hist2[cols])
+
+
+def test_registry_declares_every_configured_experiment():
+    """Each experiment of the paper config is registered with its hooks; the workflow needs
+    nothing else to run it."""
+    import yaml
+
+    from structpred.experiments.registry import EXPERIMENTS, INPUT_KINDS, get
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    for name in config["experiments"]:
+        exp = get(name)
+        assert exp is EXPERIMENTS[name] and exp.title and set(exp.needs) <= set(INPUT_KINDS)
+        jobs = exp.jobs(config)
+        assert jobs and len(set(jobs)) == len(jobs)
+        dataset, method, _ = jobs[0]
+        assert isinstance(exp.settings(config, dataset, method), dict)
+        assert exp.threads(config, dataset) >= 1
+    with pytest.raises(ConfigError, match="unknown experiment 'm4n_tabel1'"):
+        get("m4n_tabel1")

@@ -8,8 +8,8 @@ from scipy.optimize import linprog
 from structpred.errors import StructpredError
 from structpred.outputs import Multiclass, make_space
 from structpred.solvers import bcfw, gbcfw, sdca
-from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
 from structpred.solvers import primal_objective as primal
+from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
 
 
 def small_problem(n=30, d=5, k=4, seed=0):

@@ -50,12 +50,11 @@ def test_paper_config_dry_run(workdir):
     # one training job per (experiment, dataset, method, split) of the paper config
     n_table1 = 12 * 3 * 14 + 5 * 2 * 14 + 3 * 1  # mc + ord with 3 methods, rankings with M3N and M4N, OCR (1 split)
     n_table2 = 2 * 8 * 14
-    assert f"train{' ' * 1}" in out or "train" in out
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
-    assert counts["train"] == n_table1 + n_table2
-    assert counts["audit_dataset"] == 24
-    assert counts["agm_cv"] == 4 and counts["agm_train"] == 4 * 20
+    # one generic job rule: the audit (24 views), the M4N tables and AGM's 4 x 20 splits
+    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20
+    assert counts["select_model"] == 4  # AGM's cross-validation, once per method
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -130,3 +129,31 @@ def test_smoke_workflow_end_to_end(workdir):
     (workdir / "results" / "m4n_table1" / "iris" / "M4N" / "split0.csv").unlink()
     _run(["--cores", "2", "--configfile", "config/smoke.yaml"], workdir)
     assert (workdir / "reports" / "tables" / "m4n_table1.csv").read_bytes() == before
+
+
+def test_lint_is_clean(workdir):
+    for args in (["--lint"], ["--lint", "--configfile", "config/smoke.yaml"]):
+        out = _run(args, workdir)
+        assert "Congratulations, your workflow is in a good condition" in out.stdout + out.stderr
+
+
+def test_rule_script_expected_error_is_one_line(tmp_path, capsys):
+    """A StructpredError in a rule script: one line on the console and in the rule's log,
+    exit status 1, no traceback; other exceptions keep theirs."""
+    from types import SimpleNamespace
+
+    from structpred.errors import DataError
+    from structpred.workflow import rule_script
+
+    log = tmp_path / "logs" / "rule.log"
+    smk = SimpleNamespace(log=[str(log)], rule="fetch_source")
+    with pytest.raises(SystemExit) as exit_info:
+        with rule_script(smk):
+            raise DataError("iris.data missing: https://example.org/iris.data (sha256 abc)")
+    assert exit_info.value.code == 1
+    text = log.read_text()
+    assert text.count("\n") == 1 and "iris.data missing" in text and "Traceback" not in text
+    assert "Traceback" not in capsys.readouterr().err
+    with pytest.raises(RuntimeError):
+        with rule_script(smk):
+            raise RuntimeError("a bug")

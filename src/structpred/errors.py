@@ -6,6 +6,10 @@ class StructpredError(ValueError):
     as scikit-learn and numpy users expect for bad arguments)."""
 
 
+class StructpredTypeError(StructpredError, TypeError):
+    """Input of a type the library cannot take (e.g. non-numeric features)."""
+
+
 class DataError(StructpredError):
     """Missing raw file, checksum mismatch, malformed file or unknown dataset name."""
 

@@ -7,7 +7,7 @@ rule split_features:
     output:
         "data/features/{experiment}/{dataset}/split{split}.npz",
     params:
-        settings=lambda wc: feature_settings(wc.experiment, wc.dataset),
+        settings=lambda wc: get(wc.experiment).feature_settings(config, wc.dataset),
     log:
         "logs/features/{experiment}/{dataset}/split{split}.log",
     threads: 1

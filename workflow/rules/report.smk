@@ -24,7 +24,7 @@ rule aggregate:
 
 rule figures:
     input:
-        f"{REPORT_DIR}/tables/{{experiment}}.csv",
+        rules.aggregate.output.table,
     output:
         report(f"{REPORT_DIR}/figures/{{experiment}}.png",
                caption="../report/figure.rst", category="Figures"),
@@ -46,8 +46,7 @@ rule html_report:
         tests=expand(f"{REPORT_DIR}/tables/{{experiment}}_tests.csv", experiment=config["experiments"]),
         figures=expand(f"{REPORT_DIR}/figures/{{experiment}}.png", experiment=config["experiments"]),
         results=lambda wc: [f for e in config["experiments"] for f in result_files(e)],
-        stamps=lambda wc: sorted({f"{RAW_DIR}/{VIEWS[job_view(e, d)].source}/.verified"
-                                  for e in config["experiments"] for d, _, _ in experiment_jobs(e)}),
+        stamps=lambda wc: sorted({view_stamp(v) for v in job_views()}),
     output:
         f"{REPORT_DIR}/index.html",
     params:

@@ -1,45 +1,44 @@
-# One job = one (experiment, dataset, method, split): the whole lambda grid and model selection
-# (a task's `threads` lambdas fitted in parallel).
+# One job = one (experiment, dataset, method, split): the experiment's run function (for the
+# M4N tables the whole lambda grid and its model selection, a task's `threads` lambdas at a
+# time). Experiments with a model-selection stage run it once per (dataset, method) first.
 
 
-rule audit_dataset:
+rule select_model:
     input:
-        processed=f"{PROCESSED_DIR}/{{dataset}}.npz",
-        stamp=lambda wc: f"{RAW_DIR}/{VIEWS[wc.dataset].source}/.verified",
+        unpack(selection_inputs),
     output:
-        "results/datasets/{dataset}/audit/split0.csv",
+        "results/{experiment}/{dataset}/{method}/selection.csv",
     params:
-        raw_dir=RAW_DIR,
+        settings=job_settings,
+        seed=config["seed"],
     log:
-        "logs/datasets/{dataset}.log",
+        "logs/select/{experiment}/{dataset}/{method}.log",
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=10,
+        runtime=240,
     conda:
         ENV
     script:
-        "../scripts/audit_dataset.py"
+        "../scripts/select_model.py"
 
 
-rule train:
+rule run_job:
     input:
-        "data/features/{experiment}/{dataset}/split{split}.npz",
+        unpack(job_inputs),
     output:
         rows="results/{experiment}/{dataset}/{method}/split{split}.csv",
         history="results/{experiment}/{dataset}/{method}/split{split}.history.csv",
-    wildcard_constraints:
-        experiment="m4n_table1|m4n_table2",
     params:
-        settings=lambda wc: job_settings(config, wc.experiment, wc.dataset, wc.method),
+        settings=job_settings,
         seed=config["seed"],
     log:
-        "logs/train/{experiment}/{dataset}/{method}/split{split}.log",
-    threads: train_threads
+        "logs/jobs/{experiment}/{dataset}/{method}/split{split}.log",
+    threads: job_threads
     resources:
         mem_mb=lambda wc, threads: 4000 * threads,
         runtime=240,
     conda:
         ENV
     script:
-        "../scripts/train.py"
+        "../scripts/run_job.py"

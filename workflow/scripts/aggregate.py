@@ -1,12 +1,6 @@
-import sys
-from pathlib import Path
+from structpred.report.aggregate import aggregate_files
+from structpred.workflow import rule_script
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821 (snakemake injects it)
-from _setup import setup  # noqa: E402
-
-log = setup(snakemake)  # noqa: F821
-
-from structpred.report.aggregate import aggregate_files  # noqa: E402
-
-aggregate_files(snakemake.input, snakemake.params.references,  # noqa: F821
-                snakemake.output.table, snakemake.output.tests)  # noqa: F821
+with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
+    aggregate_files(snakemake.input, snakemake.params.references,  # noqa: F821
+                    snakemake.output.table, snakemake.output.tests)  # noqa: F821

@@ -49,6 +49,8 @@ class _LinearStructured(BaseEstimator):
     def fit(self, X, y, X_val=None, y_val=None):
         """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss."""
         _refuse_sparse(X, "X")
+        if y is None:
+            raise StructpredError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         space = make_space(self.loss, self.n_labels, y)
         surrogate = self._surrogate(space)
         problem = check_problem(space, X, y, self.lam)
@@ -79,10 +81,11 @@ class _LinearStructured(BaseEstimator):
         M^2 for rankings), or a list of chain score vectors for sequences."""
         check_is_fitted(self, "coef_")
         _refuse_sparse(X, "X")
-        return joint_map(self.space_, X, like=self.joint_map_).scores(self.coef_)
+        return joint_map(self.space_, X, like=self.joint_map_, who=type(self).__name__).scores(self.coef_)
 
     def predict(self, X):
         """Outputs decoded as the surrogate prescribes (MAP, or Bayes decoding for the CRF)."""
+        check_is_fitted(self, "coef_")
         return self.surrogate_.predict(self.decision_function(X))
 
     def task_loss(self, X, y):
@@ -178,6 +181,7 @@ class CRF(_LinearStructured):
 
     def predict_proba(self, X):
         """Marginals ``E_{p(y|x)} phi(y)`` (class probabilities for multiclass)."""
+        check_is_fitted(self, "coef_")
         return self.space_.marginals(self.decision_function(X))
 
     def _surrogate(self, space):

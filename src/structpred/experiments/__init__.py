@@ -1,1 +1,5 @@
-"""One module per paper table: splits, model selection, metrics -> tidy per-split CSV rows."""
+"""One module per paper table, each registering its :class:`~structpred.experiments.registry.Experiment`
+(jobs, settings, run, model selection, report hooks); the workflow and the report iterate over
+:data:`~structpred.experiments.registry.EXPERIMENTS`."""
+
+from structpred.experiments import agm, datasets_audit, m4n  # noqa: F401  (registration)

@@ -28,6 +28,8 @@ import logging
 import numpy as np
 
 from structpred.errors import ConfigError
+from structpred.experiments.registry import Experiment, register
+from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,6 @@ LOSSES = {
     "weighted_absolute": ("absolute", "position"),
     "weighted_squared": ("squared", "position"),
 }
-METHODS = ("AGM", "CRF", "SSVM", "M4N")
 #: the dataset label of the table (CK, Kim & Pavlovic 2010); the data view is ``emotion``
 DATASET = "ck"
 N_LABELS = 3
@@ -89,7 +90,7 @@ def _estimator(method: str, loss: str, lam: float, settings: dict, seed: int):
         return M3N(**common)
     if method == "CRF":
         return CRF(**common)
-    raise ConfigError(f"unknown AGM-table method {method!r}; known: {', '.join(METHODS)}")
+    raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N")
 
 
 def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, seed: int) -> dict[str, float]:
@@ -135,7 +136,7 @@ def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, s
     records = []
     for loss in losses:
         means = [float(np.mean(scores[(loss, lam)])) for lam in settings["lambdas"]]
-        best = int(np.argmin(means))
+        best = select_first_min(means)
         records += [{"loss": loss, "lam": float(lam), "cv_loss": m, "selected": i == best}
                     for i, (lam, m) in enumerate(zip(settings["lambdas"], means))]
     return records
@@ -159,3 +160,56 @@ def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: di
             rows.append({"experiment": "agm_emotion", "task": "emotion", "dataset": DATASET, "method": method,
                          "split": split, "lam": lam, "selected": True, "metric": loss, "value": res[loss]})
     return rows
+
+
+@register
+class EmotionTable(Experiment):
+    """AGM Table 1: lambda by cross-validation per (method, loss), then one job per split."""
+
+    name = "agm_emotion"
+    title = "AGM (NeurIPS 2018) Table 1: facial emotion intensity, average test loss over 20 splits"
+    needs = ("view", "selection")
+    has_selection = True
+    #: settings every CV or split job depends on
+    KEYS = ("losses", "n_train", "cv_folds", "lambdas", "n_passes", "adagrad_step", "oracle_iterations")
+
+    def jobs(self, config):
+        s = config[self.name]
+        return [(DATASET, m, k) for m in s["methods"] for k in range(s["n_splits"])]
+
+    def view(self, config, dataset):
+        return config[self.name]["view"]
+
+    def settings(self, config, dataset, method):
+        return {k: config[self.name][k] for k in self.KEYS}
+
+    def select(self, inputs, settings, *, seed, dataset, method):
+        from structpred.data.store import load
+
+        arrays, _ = load(inputs["view"])
+        return cross_validate(arrays, method, settings, seed)
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+        import pandas as pd
+
+        from structpred.data.store import load
+
+        arrays, _ = load(inputs["view"])
+        cv = pd.read_csv(inputs["selection"])
+        chosen = dict(zip(cv.loc[cv["selected"], "loss"], cv.loc[cv["selected"], "lam"]))
+        return run_split(arrays, method, split, chosen, settings, seed), None
+
+    def render(self, table, tests):
+        from structpred.experiments.agm_report import render_emotion
+
+        return render_emotion(table, tests)
+
+    def figure(self, table, path):
+        from structpred.experiments.agm_report import emotion_figure
+
+        emotion_figure(table, path)
+
+    def tests(self, selected):
+        from structpred.report.significance import best_tests
+
+        return best_tests(selected)

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
+from structpred.experiments.registry import Experiment, register
+from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,7 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
                  record["test_loss"], record["seconds"])
         records.append(record)
         histories.append(history)
-    best = int(np.argmin([rec["val_loss"] for rec in records]))
+    best = select_first_min([rec["val_loss"] for rec in records])
     for i, rec in enumerate(records):
         rec["selected"] = i == best
     return records, histories[best]
@@ -128,27 +130,9 @@ def task_of(config: dict, experiment: str, dataset: str) -> tuple[str, dict]:
     return task, tasks[task]
 
 
-def job_settings(config: dict, experiment: str, dataset: str, method: str) -> dict:
-    """The settings one training job depends on (and nothing else, so that adding a dataset
-    or a task to the config does not invalidate finished jobs)."""
-    settings = config[experiment]
-    if experiment == "m4n_table2":
-        n_iter, warm = parse_table2_method(method)
-        return {"task": settings["task"], "method": "M4N", "loss": settings["loss"],
-                "lambdas": settings["lambdas"], "n_passes": settings["n_passes"],
-                "oracle_iterations": n_iter, "warm_start": warm, "eval_every": settings["eval_every"]}
-    task, spec = task_of(config, experiment, dataset)
-    return {"task": task, "method": method, "loss": spec["loss"],
-            "lambdas": spec.get("lambdas", settings["lambdas"]), "n_passes": spec.get("n_passes", settings["n_passes"]),
-            "oracle_iterations": spec.get("oracle_iterations", settings["oracle_iterations"]) if method == "M4N" else None,
-            "warm_start": settings["warm_start"] if method == "M4N" else None,
-            # a task's eval_every applies to every method; the experiment's to M4N only
-            "eval_every": spec.get("eval_every", settings["eval_every"] if method == "M4N" else None)}
-
-
 def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,
             method: str, split_index: int, settings: dict, seed: int, n_jobs: int = 1):
-    """Run one (experiment, dataset, method, split) job with :func:`job_settings`'s settings
+    """Run one (experiment, dataset, method, split) job with its experiment's settings
     (``n_jobs`` lambdas in parallel); returns (tidy rows, history of the chosen lambda)."""
     from structpred.experiments.seeding import int_seed
 
@@ -161,3 +145,101 @@ def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, datase
     rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
                            method=method, split=split_index)
     return rows, history
+
+
+class _M4NTable(Experiment):
+    """Shared by M4N Tables 1 and 2: Nystrom features per split, a lambda grid per job."""
+
+    needs = ("features",)
+    percent_tasks = frozenset({"mc", "seq", "rnk"})  # the paper prints these losses in percent
+
+    def feature_settings(self, config: dict, dataset: str) -> dict:
+        s = config[self.name]
+        return {"fractions": s["split_fractions"], "n_components": s["nystrom"]["n_components"],
+                "whiten": s["nystrom"]["whiten"], "subsample": s.get("subsample", {}).get(dataset),
+                "seed": config["seed"]}
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+        from structpred.experiments.splits import load_split
+
+        arrays, meta = load_split(inputs["features"])
+        return run_job(arrays, meta, experiment=self.name, dataset=dataset, method=method, split_index=split,
+                       settings=settings, seed=seed, n_jobs=threads)
+
+
+@register
+class Table1(_M4NTable):
+    """M4N Table 1: M3N, CRF, M4N per task (multi-class, ordinal, ranking, sequences)."""
+
+    name = "m4n_table1"
+    title = "M4N (ICML 2020) Table 1: average test loss over splits"
+
+    def jobs(self, config):
+        s = config[self.name]
+        return [(d, m, k) for t in s["tasks"].values() for d in t["datasets"]
+                for m in t.get("methods", s["methods"]) for k in range(t.get("n_splits", s["n_splits"]))]
+
+    def settings(self, config, dataset, method):
+        s = config[self.name]
+        task, spec = task_of(config, self.name, dataset)
+        return {"task": task, "method": method, "loss": spec["loss"],
+                "lambdas": spec.get("lambdas", s["lambdas"]), "n_passes": spec.get("n_passes", s["n_passes"]),
+                "oracle_iterations": spec.get("oracle_iterations", s["oracle_iterations"]) if method == "M4N" else None,
+                "warm_start": s["warm_start"] if method == "M4N" else None,
+                # a task's eval_every applies to every method; the experiment's to M4N only
+                "eval_every": spec.get("eval_every", s["eval_every"] if method == "M4N" else None)}
+
+    def threads(self, config, dataset):
+        return task_of(config, self.name, dataset)[1].get("threads", 1)
+
+    def render(self, table, tests):
+        from structpred.experiments.m4n_report import render_losses
+
+        return render_losses(table, tests, self.percent_tasks)
+
+    def figure(self, table, path):
+        from structpred.experiments.m4n_report import losses_figure
+
+        losses_figure(table, path)
+
+    def tests(self, selected):
+        from structpred.experiments.m4n_report import m4n_pairs
+        from structpred.report.significance import paired_tests
+
+        return paired_tests(selected, m4n_pairs)
+
+
+@register
+class Table2(_M4NTable):
+    """M4N Table 2: M4N with K SP-MP iterations per oracle call, warm or cold started."""
+
+    name = "m4n_table2"
+    title = "M4N (ICML 2020) Table 2: warm start of the max-min oracle (test loss / oracle gap)"
+
+    def jobs(self, config):
+        s = config[self.name]
+        return [(d, table2_method(k, w), split) for d in s["datasets"] for k in s["oracle_iterations"]
+                for w in s["warm_start"] for split in range(s["n_splits"])]
+
+    def settings(self, config, dataset, method):
+        s = config[self.name]
+        n_iter, warm = parse_table2_method(method)
+        return {"task": s["task"], "method": "M4N", "loss": s["loss"], "lambdas": s["lambdas"],
+                "n_passes": s["n_passes"], "oracle_iterations": n_iter, "warm_start": warm,
+                "eval_every": s["eval_every"]}
+
+    def render(self, table, tests):
+        from structpred.experiments.m4n_report import render_warm_start
+
+        return render_warm_start(table, tests)
+
+    def figure(self, table, path):
+        from structpred.experiments.m4n_report import warm_start_figure
+
+        warm_start_figure(table, path)
+
+    def tests(self, selected):
+        from structpred.experiments.m4n_report import warm_cold_pairs
+        from structpred.report.significance import paired_tests
+
+        return paired_tests(selected, warm_cold_pairs)

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from structpred.io import atomic_open
 
 COLUMNS = ["experiment", "task", "dataset", "method", "split", "lam", "selected",
            "metric", "value", "reference", "detail"]
+
+
+def select_first_min(values) -> int:
+    """Model selection shared by every experiment: the index of the lowest value (ties: the
+    first, i.e. the first lambda of the grid)."""
+    return int(np.argmin(np.asarray(values, dtype=float)))
 
 
 def make_rows(records: list[dict]) -> pd.DataFrame:

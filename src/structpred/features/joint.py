@@ -90,7 +90,7 @@ class LinearJoint:
 
 
 class SequenceJoint:
-    """Chain scores ``U_t = W_{g_i}^T x_t`` (unaries), ``P_t = T`` (every edge), ``W`` of shape
+    """Sequence scores ``U_t = W_{g_i}^T x_t`` (unaries), ``P_t = T`` (every edge), ``W`` of shape
     ``(G d + R, R)``: ``<phi(y), v> = sum_t <W_g[:, y_t], x_t> + sum_t T[y_t, y_{t+1}]``."""
 
     def __init__(self, X, n_labels: int, n_groups: int | None = None):
@@ -155,14 +155,16 @@ class SequenceJoint:
 JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint}
 
 
-def joint_map(space, X, like=None):
+def joint_map(space, X, like=None, who: str = "the_model"):
     """The joint feature map ``space`` names (``space.joint_map``) on inputs ``X`` (``like``: a
-    fitted map whose shape the new one must match, for prediction)."""
+    fitted map whose shape the new one must match, for prediction; ``who`` names the model in
+    the error)."""
     cls = JOINT_MAPS.get(getattr(space, "joint_map", None))
     if cls is None:
         raise StructpredError(f"{space!r} names an unknown joint map {getattr(space, 'joint_map', None)!r}; "
                               f"known: {', '.join(JOINT_MAPS)}")
     fmap = cls.build(space, X, like)
     if like is not None and fmap.n_features != like.n_features:
-        raise StructpredError(f"X has {fmap.n_features} features, the model was fitted on {like.n_features}")
+        raise StructpredError(f"X has {fmap.n_features} features, but {who} is expecting {like.n_features} "
+                              "features as input")
     return fmap

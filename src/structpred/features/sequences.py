@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from structpred.errors import StructpredError
+from structpred.errors import StructpredError, StructpredTypeError
 
 
 def as_float_matrix(X, what: str = "X") -> np.ndarray:
@@ -12,12 +12,19 @@ def as_float_matrix(X, what: str = "X") -> np.ndarray:
     finite values; errors name ``what``."""
     X = np.asarray(X)
     if X.ndim != 2:
-        raise StructpredError(f"{what} must be a 2-d array (rows, features), got shape {X.shape}")
+        raise StructpredError(f"{what} must be a 2-d array (rows, features), got shape {X.shape}. Reshape your "
+                              "data with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one sample")
     if X.shape[0] == 0:
-        raise StructpredError(f"{what} has no rows")
+        raise StructpredError(f"{what} has no rows: 0 sample(s) (shape={X.shape}) while a minimum of 1 is required")
+    if X.shape[1] == 0:
+        raise StructpredError(f"{what} has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if np.iscomplexobj(X):
+        raise StructpredError(f"Complex data not supported: {what} has dtype {X.dtype}")
     try:
         X = np.ascontiguousarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as e:
+    except TypeError as e:
+        raise StructpredTypeError(f"{what} must be numeric: {e}") from None
+    except ValueError as e:
         raise StructpredError(f"{what} must be numeric: {e}") from None
     if not np.all(np.isfinite(X)):
         raise StructpredError(f"{what} contains NaN or infinite values")

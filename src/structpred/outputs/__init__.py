@@ -40,7 +40,11 @@ def _labels_from(y, canon: str) -> int:
     yy = np.asarray(y)
     if yy.size == 0:
         raise StructpredError("y is empty")
-    if yy.dtype.kind not in "iuf" or not np.all(np.isfinite(yy.astype(float))):
+    if np.iscomplexobj(yy):
+        raise StructpredError("Complex data not supported: y must hold integer labels")
+    if yy.dtype.kind not in "iuf":
+        raise StructpredError(f"Unknown label type: y must hold integer labels, got dtype {yy.dtype}")
+    if not np.all(np.isfinite(yy.astype(float))):
         raise StructpredError("y must hold finite integer labels")
     if canon == "permutation_hamming":
         if yy.ndim != 2:

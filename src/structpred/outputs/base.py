@@ -40,7 +40,7 @@ def as_int_labels(y, what: str) -> np.ndarray:
         if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
             raise StructpredError(f"{what} must be integers (got non-integer or NaN values)")
     elif y.dtype.kind not in "iu":
-        raise StructpredError(f"{what} must be integers, got dtype {y.dtype}")
+        raise StructpredError(f"Unknown label type: {what} must be integers, got dtype {y.dtype}")
     return y.astype(np.int64)
 
 
@@ -83,6 +83,9 @@ class OutputSpace(ABC):
     ragged: bool = False
     joint_map: str = "linear"
     unsupported: dict = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
 
     @property
     def label_shape(self) -> tuple:

@@ -12,17 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from structpred.experiments.registry import get
 from structpred.experiments.results import read_results, write_csv
 from structpred.report.references import KEY, load_references
-from structpred.report.significance import best_tests, paired_tests
 
 log = logging.getLogger(__name__)
 
 TABLE_COLUMNS = KEY + ["mean", "std", "n_splits", "reference"]
 TIMING_METRICS = {"seconds"}
-#: the test table of an experiment (default: fixed method pairs on test_loss); each takes the
-#: selected rows. AGM Table 1 bolds the best method and those not significantly worse.
-TESTS = {"agm_emotion": best_tests}
 
 
 def _selected(results: pd.DataFrame) -> pd.DataFrame:
@@ -55,14 +52,12 @@ def aggregate(results: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
 def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd.DataFrame:
     """Read per-split files, write the tidy table and the test table (both atomically).
 
-    The test table is ``TESTS[experiment]`` of the selected rows (:func:`paired_tests` unless
-    the experiment has its own).
+    The test table is the experiment's ``tests`` hook applied to the selected rows.
     """
     results = read_results(result_paths)
     experiment = str(results["experiment"].iloc[0]) if len(results) else Path(table_path).stem
     table = aggregate(results, load_references(references_path, experiment))
     write_csv(table, table_path)
-    tests = TESTS.get(experiment, paired_tests)
-    write_csv(tests(_selected(results)), tests_path)
+    write_csv(get(experiment).tests(_selected(results)), tests_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))
     return table

@@ -1,12 +1,11 @@
 """Paired comparisons over splits (Wilcoxon signed-rank), e.g. M4N vs M3N per dataset.
 
-Two test tables: :func:`paired_tests` (fixed method pairs, M4N tables) and :func:`best_tests`
-(every method against the best one, AGM's "best or not significantly worse" bold rule).
+Two test tables: :func:`paired_tests` (the method pairs an experiment names) and
+:func:`best_tests` (every method against the best one, AGM's "best or not significantly worse"
+bold rule).
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import pandas as pd
@@ -18,17 +17,6 @@ BEST_COLUMNS = COLUMNS + ["bold"]
 ALPHA = 0.05  # AGM Table 1: bold = best or not significantly worse at this level
 
 
-def method_pairs(methods) -> list[tuple[str, str]]:
-    """Pairs worth testing: M4N against M3N and CRF; each warm-started label against its cold twin."""
-    methods = list(dict.fromkeys(methods))
-    pairs = [("M4N", other) for other in ("M3N", "CRF") if "M4N" in methods and other in methods]
-    for m in methods:
-        twin = re.sub(r"-warm$", "-cold", m)
-        if twin != m and twin in methods:
-            pairs.append((m, twin))
-    return pairs
-
-
 def wilcoxon_pvalue(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """Two-sided Wilcoxon signed-rank test of a - b; (nan, 1.0) when all differences are zero."""
     diff = np.asarray(a, float) - np.asarray(b, float)
@@ -38,8 +26,9 @@ def wilcoxon_pvalue(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def paired_tests(selected: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame:
-    """Wilcoxon tests over splits for every (task, dataset) and method pair, on ``metric``."""
+def paired_tests(selected: pd.DataFrame, method_pairs, metric: str = "test_loss") -> pd.DataFrame:
+    """Wilcoxon tests over splits for every (task, dataset) and each pair that
+    ``method_pairs(methods)`` names among the methods present, on ``metric``."""
     rows = []
     sel = selected[selected["metric"] == metric]
     for (task, dataset), group in sel.groupby(["task", "dataset"], sort=False):

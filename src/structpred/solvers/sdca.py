@@ -14,7 +14,7 @@ class SDCA(StepRule):
     """Minimise ``(1/n) sum_i [log Z(v_i) - v_i . phi(y_i)] + lam/2 ||W||^2``.
 
     Dual ``(1/n) sum_i H(mu_i) - lam/2 ||W(mu)||^2`` with ``W(mu) = (1/(lam n)) sum_i
-    Psi_i (phi(y_i) - mu_i)``; each block is maximised exactly on the simplex (multiclass
+    Psi_i (phi(y_i) - mu_i)``; each block is maximised exactly on the simplex (a space's compiled
     kernels) or along the segment towards the current marginals (Le Priol et al. 2018, the
     generic loop).  Objectives: primal, dual, exact gap.
     """

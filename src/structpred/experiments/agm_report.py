@@ -1,0 +1,88 @@
+"""Report hooks of AGM Table 1 (emotion intensity): the paper's layout with bold cells, a figure."""
+
+from __future__ import annotations
+
+import html
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from structpred.report.figures import save_figure
+from structpred.report.html import bold_of, cell, fmt, paper_note
+
+#: AGM Table 1's losses in the paper's row order: metric -> label
+EMOTION_LOSSES = {
+    "zero_one": "zero-one, unweighted",
+    "absolute": "absolute, unweighted",
+    "squared": "squared, unweighted",
+    "weighted_zero_one": "zero-one, weighted",
+    "weighted_absolute": "absolute, weighted",
+    "weighted_squared": "squared, weighted",
+}
+EMOTION_METHODS = ("AGM", "CRF", "SSVM", "M4N")  # the paper's columns, then our extra M4N
+
+
+def render_emotion(table: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """Paper layout of AGM Table 1: a row per loss, a column per method, then the average and
+    the number of bold cells; bold = best or not significantly worse (the ``bold`` column of
+    :func:`structpred.report.significance.best_tests`)."""
+    bolds = bold_of(tests)
+    data = table[table["metric"].isin(list(EMOTION_LOSSES))]
+    out = []
+    for (task, dataset), part in data.groupby(["task", "dataset"], sort=False):
+        present = list(dict.fromkeys(part["method"]))
+        methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
+        by = part.set_index(["metric", "method"])
+        out.append(f"<table><tr><th class=l>loss ({html.escape(str(dataset))})</th>"
+                   + "".join(f"<th>{html.escape(m)}</th>" for m in methods) + "</tr>")
+        for metric, label in EMOTION_LOSSES.items():
+            cells = "".join(
+                cell(by.loc[(metric, m)], bold=bolds.get((task, dataset, metric, m), False))
+                if (metric, m) in by.index else "<td>–</td>" for m in methods)
+            out.append(f"<tr><td class=l>{label}</td>{cells}</tr>")
+        averages, counts = [], []
+        for m in methods:
+            rows = [by.loc[(metric, m)] for metric in EMOTION_LOSSES if (metric, m) in by.index]
+            if len(rows) < len(EMOTION_LOSSES):
+                averages.append("<td>–</td>")
+            else:
+                mean = float(np.mean([r["mean"] for r in rows]))
+                refs = [r["reference"] for r in rows]
+                paper = float(np.mean(refs)) if all(pd.notna(r) for r in refs) else None
+                averages.append(f"<td>{fmt(mean)}{paper_note(mean, paper)}</td>")
+            flags = [bolds[(task, dataset, metric, m)] for metric in EMOTION_LOSSES
+                     if (task, dataset, metric, m) in bolds]
+            counts.append(f"<td>{sum(flags)}</td>" if flags else "<td>–</td>")
+        out.append(f"<tr><td class=l>average</td>{''.join(averages)}</tr>")
+        out.append(f"<tr><td class=l># bold</td>{''.join(counts)}</tr>")
+        out.append("</table>")
+        if "M4N" in methods:
+            out.append("<p>M4N is an extra column (not in the paper): trained on the same max-min "
+                       "surrogate as AGM, by GBCFW.</p>")
+    return "\n".join(out)
+
+
+def emotion_figure(table: pd.DataFrame, path) -> None:
+    """AGM Table 1: grouped bars per loss (paper's row order), mean ± std over splits per method,
+    the paper's value as a black tick on the AGM / CRF / SSVM bars."""
+    losses = list(EMOTION_LOSSES)
+    data = table[table["metric"].isin(losses)]
+    present = list(dict.fromkeys(data["method"]))
+    methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / max(len(methods), 1)
+    for j, method in enumerate(methods):
+        rows = data[data["method"] == method].drop_duplicates("metric").set_index("metric").reindex(losses)
+        x = np.arange(len(losses)) + (j - (len(methods) - 1) / 2) * width
+        ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2)
+        ax.scatter(x, rows["reference"], marker="_", s=150, linewidths=2, color="black", zorder=3,
+                   label="paper" if j == 0 else None)
+    ax.set_xticks(np.arange(len(losses)), [EMOTION_LOSSES[m] for m in losses], rotation=20, ha="right")
+    ax.set_ylabel("average test loss")
+    datasets = ", ".join(str(d) for d in dict.fromkeys(data["dataset"]))
+    ax.set_title(f"facial emotion intensity ({datasets}): mean ± std over splits")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    save_figure(fig, path)
+
+

@@ -1,0 +1,127 @@
+"""Report hooks of M4N Tables 1 and 2: HTML tables in the paper's layout, figures, test pairs."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from structpred.experiments.m4n import parse_table2_method, table2_method
+from structpred.report.figures import save_figure
+from structpred.report.html import cell
+
+
+def m4n_pairs(methods) -> list[tuple[str, str]]:
+    """Table 1's tests: M4N against M3N and against the CRF, where present."""
+    methods = set(methods)
+    return [("M4N", other) for other in ("M3N", "CRF") if "M4N" in methods and other in methods]
+
+
+def warm_cold_pairs(methods) -> list[tuple[str, str]]:
+    """Table 2's tests: each warm-started configuration against its cold twin."""
+    methods = list(dict.fromkeys(methods))
+    pairs = []
+    for m in methods:
+        k, warm = parse_table2_method(m)
+        if warm and table2_method(k, False) in methods:
+            pairs.append((m, table2_method(k, False)))
+    return pairs
+
+
+def _with_k_and_start(table: pd.DataFrame) -> pd.DataFrame:
+    parsed = [parse_table2_method(m) for m in table["method"]]
+    return table.assign(K=[k for k, _ in parsed], start=["warm" if w else "cold" for _, w in parsed])
+
+
+def render_losses(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks=frozenset()) -> str:
+    """Paper layout of M4N Table 1: a row per dataset, a column per method; lower of M3N/M4N bold."""
+    data = table[table["metric"] == "test_loss"]
+    methods = list(dict.fromkeys(data["method"]))
+    head = "".join(f"<th>{m}</th>" for m in methods)
+    out = [f"<table><tr><th class=l>task</th><th class=l>dataset</th>{head}"
+           "<th>M4N vs M3N<br>Wilcoxon p</th></tr>"]
+    for (task, dataset), part in data.groupby(["task", "dataset"], sort=False):
+        by = part.set_index("method")
+        pair = [m for m in ("M3N", "M4N") if m in by.index]
+        best = by.loc[pair, "mean"].idxmin() if pair else None
+        cells = "".join(cell(by.loc[m], task in percent_tasks, bold=m == best) if m in by.index else "<td>–</td>"
+                        for m in methods)
+        test = tests[(tests["task"] == task) & (tests["dataset"] == dataset)
+                     & (tests["method_a"] == "M4N") & (tests["method_b"] == "M3N")]
+        p = f"{test['p_value'].iloc[0]:.3f}" if len(test) else "–"
+        out.append(f"<tr><td class=l>{task}</td><td class=l>{dataset}</td>{cells}<td>{p}</td></tr>")
+    return "\n".join(out + ["</table>"])
+
+
+def render_warm_start(table: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """Paper layout of M4N Table 2: rows (dataset, warm start), columns K, cells loss / gap."""
+    t = _with_k_and_start(table)
+    ks = sorted(t["K"].unique())
+    out = ["<table><tr><th class=l>dataset</th><th class=l>warm start</th>"
+           + "".join(f"<th>K={k}</th>" for k in ks) + "</tr>"]
+    for (dataset, start), part in t.groupby(["dataset", "start"], sort=False):
+        cells = []
+        for k in ks:
+            rows = part[part["K"] == k].set_index("metric")
+            if rows.empty:
+                cells.append("<td>–</td>")
+                continue
+            loss, gap = rows.loc["test_loss"], rows.loc["oracle_gap"]
+            paper = ""
+            if pd.notna(loss["reference"]):
+                paper = f"<br><span class=paper>paper {loss['reference']:.2f} / {gap['reference']:.2f}</span>"
+            cells.append(f"<td>{loss['mean']:.3f} / {gap['mean']:.3f}{paper}</td>")
+        label = "yes" if start == "warm" else "no"
+        out.append(f"<tr><td class=l>{dataset}</td><td class=l>{label}</td>{''.join(cells)}</tr>")
+    return "\n".join(out + ["</table>"])
+
+
+def losses_figure(table: pd.DataFrame, path) -> None:
+    """Grouped bars: mean test loss ± std per dataset and method, the paper's value as a black tick."""
+    data = table[table["metric"] == "test_loss"]
+    tasks = list(dict.fromkeys(data["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        part = data[data["task"] == task]
+        datasets, methods = list(dict.fromkeys(part["dataset"])), list(dict.fromkeys(part["method"]))
+        width = 0.8 / len(methods)
+        for j, method in enumerate(methods):
+            rows = part[part["method"] == method].set_index("dataset").reindex(datasets)
+            x = np.arange(len(datasets)) + (j - (len(methods) - 1) / 2) * width
+            ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2)
+            ax.scatter(x, rows["reference"], marker="_", s=120, color="black", zorder=3,
+                       label="paper" if j == 0 else None)
+        ax.set_xticks(np.arange(len(datasets)), datasets, rotation=30, ha="right")
+        ax.set_title(f"task {task}: test loss (mean ± std over splits)")
+        ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def warm_start_figure(table: pd.DataFrame, path) -> None:
+    """Table 2: test loss and average oracle gap against SP-MP iterations K, warm vs cold."""
+    rows = _with_k_and_start(table)
+    datasets = list(dict.fromkeys(rows["dataset"]))
+    fig, axes = plt.subplots(2, len(datasets), figsize=(4.5 * len(datasets), 6.5), squeeze=False,
+                             layout="constrained")
+    ks = sorted(rows["K"].unique())
+    for j, dataset in enumerate(datasets):
+        for i, metric in enumerate(["test_loss", "oracle_gap"]):
+            ax = axes[i, j]
+            for start, style in [("warm", "-o"), ("cold", "-s")]:
+                part = rows[(rows["dataset"] == dataset) & (rows["metric"] == metric)
+                            & (rows["start"] == start)].sort_values("K")
+                line = ax.errorbar(part["K"], part["mean"], yerr=part["std"], fmt=style,
+                                   label=f"ours, {start}", capsize=2)
+                ax.plot(part["K"], part["reference"], ":", color=line[0].get_color(),
+                        label=f"paper, {start}")
+            ax.set_xscale("log")
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.minorticks_off()
+            if metric == "oracle_gap":
+                ax.set_yscale("log")
+            ax.set_xlabel("SP-MP iterations K")
+            ax.set_title(f"{dataset}: {metric.replace('_', ' ')}")
+            ax.legend(fontsize=7)
+    save_figure(fig, path)
+
+

@@ -1,0 +1,95 @@
+"""The experiment registry: one :class:`Experiment` per paper table, which the workflow and the
+report iterate over.
+
+An experiment declares its jobs (``(dataset, method, split)`` triples from the config), the
+settings one job depends on, the inputs a job needs (as kinds the workflow resolves to its
+files: ``features`` = a split's feature file, ``view`` = a parsed dataset, ``stamp`` = the
+verified raw files of that view, ``selection`` = the result of its model-selection stage), its
+run function (tidy rows out), an optional model-selection stage run once per
+``(dataset, method)`` before the splits, and its report hooks (title, HTML table, figure,
+test table).  A new paper table is one module that registers its experiment, plus its
+config block, schema and references.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from structpred.errors import ConfigError
+
+#: input kinds a job may need (the workflow maps each to a file)
+INPUT_KINDS = ("features", "view", "stamp", "selection")
+
+
+class Experiment:
+    """Base class of an experiment; subclasses override what differs."""
+
+    name = ""
+    title = ""
+    #: input kinds of a training job (:data:`INPUT_KINDS`)
+    needs: tuple = ("features",)
+    #: whether a model-selection stage runs once per (dataset, method) before the splits
+    has_selection = False
+    #: tasks whose losses the report prints in percent
+    percent_tasks: frozenset = frozenset()
+
+    def jobs(self, config: dict) -> list[tuple[str, str, int]]:
+        raise NotImplementedError
+
+    def view(self, config: dict, dataset: str) -> str:
+        """The parsed data view a job on ``dataset`` reads."""
+        return dataset
+
+    def settings(self, config: dict, dataset: str, method: str) -> dict:
+        """Everything one job depends on (and nothing else: adding a dataset to the config
+        must not invalidate finished jobs)."""
+        raise NotImplementedError
+
+    def threads(self, config: dict, dataset: str) -> int:
+        return 1
+
+    def feature_settings(self, config: dict, dataset: str) -> dict:
+        """What defines a split's feature file (experiments that need ``features``)."""
+        raise NotImplementedError
+
+    def run(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str, split: int,
+            threads: int = 1) -> tuple[list[dict], pd.DataFrame | None]:
+        """One job: ``(tidy rows, history of the chosen model or None)``."""
+        raise NotImplementedError
+
+    def select(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str) -> list[dict]:
+        """The model-selection stage (experiments with ``has_selection``)."""
+        raise NotImplementedError
+
+    def render(self, table: pd.DataFrame, tests: pd.DataFrame) -> str:
+        """The HTML table of the report."""
+        raise NotImplementedError
+
+    def figure(self, table: pd.DataFrame, path) -> None:
+        raise NotImplementedError
+
+    def tests(self, selected: pd.DataFrame) -> pd.DataFrame:
+        """The test table from the selected rows of every split."""
+        raise NotImplementedError
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(cls: type[Experiment]) -> type[Experiment]:
+    """Class decorator: add an instance of ``cls`` to :data:`EXPERIMENTS` (each module
+    registers its own at import)."""
+    unknown = set(cls.needs) - set(INPUT_KINDS)
+    if unknown:
+        raise ConfigError(f"{cls.name}: unknown input kinds {sorted(unknown)}; known: {INPUT_KINDS}")
+    EXPERIMENTS[cls.name] = cls()
+    return cls
+
+
+def get(name: str) -> Experiment:
+    """The registered experiment ``name`` (one clear error for an unknown name)."""
+    import structpred.experiments  # noqa: F401  (registers every experiment)
+
+    if name not in EXPERIMENTS:
+        raise ConfigError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    return EXPERIMENTS[name]

@@ -146,3 +146,50 @@ def test_solver_bad_input():
         gbcfw(MaxMinMargin(sp), X, y + 10, 0.1)
     with pytest.raises(StructpredError):
         bcfw(Hinge(sp), X, y, -1.0)
+
+
+def test_driver_schedule_stopping_and_hooks():
+    """The one driver: evaluation schedule, oracle-call count, epoch hooks (what SVRG's full
+    gradient and Casimir's smoothing will use), tol on a recorded gap, time budget."""
+    import time
+
+    from structpred.solvers import StepRule, check_problem, run
+
+    class Counting(StepRule):
+        name = "counting"
+
+        def init(self, problem):
+            super().init(problem)
+            self.calls = []
+
+        def start_epoch(self, p):
+            self.calls.append(("start", p))
+
+        def step(self, i):
+            self.oracle_calls += 1
+
+        def end_epoch(self, p):
+            self.calls.append(("end", p))
+
+        def objectives(self):
+            return {"primal": 1.0, "gap": 1.0 / len(self.calls)}
+
+    class Slow(Counting):
+        def epoch(self, order):
+            time.sleep(0.05)
+
+    X, y = small_problem()
+    pb = check_problem(Multiclass.zero_one(4), X, y, 0.1)
+    rule = Counting(Hinge(pb.space))
+    res = run(rule, pb, n_passes=7, eval_every=3, random_state=0)
+    assert [r["pass"] for r in res.history] == [3, 6, 7]
+    assert [r["oracle_calls"] for r in res.history] == [90, 180, 210]
+    assert rule.calls[:4] == [("start", 1), ("end", 1), ("start", 2), ("end", 2)]
+    # gap = 1 / (2 p) <= 0.1 first at pass 5
+    assert [r["pass"] for r in run(Counting(Hinge(pb.space)), pb, n_passes=50, tol=0.1).history] == [1, 2, 3, 4, 5]
+    # the time budget stops after the pass that exceeds it, and that pass is recorded
+    hist = run(Slow(Hinge(pb.space)), pb, n_passes=50, eval_every=10, time_budget=0.12).history
+    assert [r["pass"] for r in hist] == [3] and hist[0]["seconds"] >= 0.12
+    for bad in ({"n_passes": 0}, {"eval_every": 1.5}, {"time_budget": -1}):
+        with pytest.raises(StructpredError):
+            run(Counting(Hinge(pb.space)), pb, **bad)

@@ -123,3 +123,21 @@ def test_chain_maxmin_bounds_are_true_bounds_at_large_scores(scale):
         np.testing.assert_allclose(P.sum(2), U[:-1], rtol=0, atol=1e-13)
         np.testing.assert_allclose(P.sum(1), U[1:], rtol=0, atol=1e-13)
     assert worst <= 1e-14 * scale * sp.dim(6)
+
+
+def test_top_k_is_batched():
+    """``top_k(v, y, K)`` on a batch is the list of the per-score answers (DESIGN signature)."""
+    rng = np.random.default_rng(5)
+    mc = Multiclass.ordinal(4)
+    V = rng.normal(size=(3, 4))
+    y = np.array([0, 2, 3])
+    for (o, s), v, yi in zip(mc.top_k(V, y, 2), V, y):
+        o1, s1 = mc.top_k(v, yi, 2)
+        assert _same(o, o1) and np.allclose(s, s1)
+    ch = Chain(3, "absolute")
+    vs = [rng.normal(size=ch.dim(T)) for T in (1, 3, 4)]
+    ys = [rng.integers(0, 3, size=T) for T in (1, 3, 4)]
+    for (o, s), v, yi in zip(ch.top_k(vs, ys, 4), vs, ys):
+        o1, s1 = ch.top_k(v, yi, 4)
+        assert _same(o, o1) and np.allclose(s, s1)
+    assert len(ch.top_k(vs, None, 2)) == 3

@@ -54,14 +54,8 @@ class _LinearStructured(BaseEstimator):
         space = make_space(self.loss, self.n_labels, y)
         surrogate = self._surrogate(space)
         problem = check_problem(space, X, y, self.lam)
-        if (X_val is None) != (y_val is None):
-            raise StructpredError("give both X_val and y_val or neither")
         if X_val is not None:
             _refuse_sparse(X_val, "X_val")
-            n_val = joint_map(space, X_val, like=problem.fmap).n
-            y_val = labels_batch(space, y_val)
-            if len(y_val) != n_val:
-                raise StructpredError("X_val and y_val have different lengths")
         self.space_ = space
         self.n_labels_ = space.n_labels
         self.classes_ = np.arange(space.n_labels)

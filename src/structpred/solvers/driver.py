@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from structpred.errors import StructpredError
-from structpred.features.joint import joint_map
+from structpred.solvers.problem import check_validation
 
 
 @dataclass
@@ -141,7 +141,7 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
         raise StructpredError(f"time_budget must be a positive number of seconds, got {time_budget}")
     rng = make_rng(random_state)
     space = problem.space
-    val_map = None if X_val is None else joint_map(space, X_val, like=problem.fmap)
+    val_map, y_val = check_validation(problem, X_val, y_val)
     rule.init(problem)
     timer = PassTimer()
     history = []

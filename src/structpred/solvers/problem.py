@@ -83,6 +83,18 @@ def check_lam(lam) -> float:
     return lam
 
 
+def check_validation(problem: Problem, X_val, y_val):
+    """``(joint map, checked labels)`` of a validation set shaped like the training problem's
+    (``(None, None)`` when there is none)."""
+    if (X_val is None) != (y_val is None):
+        raise StructpredError("give both X_val and y_val or neither")
+    if X_val is None:
+        return None, None
+    val_map = joint_map(problem.space, X_val, like=problem.fmap)
+    seq = getattr(val_map, "seq", None)
+    return val_map, check_labels_for(problem.space, y_val, val_map.n, None if seq is None else seq.lengths)
+
+
 def primal_objective(surrogate, X, y, W, lam) -> float:
     """The regularised objective of ``surrogate`` on ``(X, y)`` at weights ``W``."""
     return check_problem(surrogate.space, X, y, lam).primal(surrogate, W)

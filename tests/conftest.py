@@ -1,9 +1,15 @@
-"""Shared fixtures: the raw-data mirror (env STRUCTPRED_MIRROR, else ../shared/data/raw)."""
+"""Shared fixtures: the raw-data mirror (env STRUCTPRED_MIRROR, else ../shared/data/raw), copies
+of the project to run the workflow in, and one local smoke run shared by the workflow tests."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,3 +28,37 @@ def mirror() -> Path:
     if not root.is_dir():
         pytest.skip(f"raw-data mirror not found at {root} (set STRUCTPRED_MIRROR)")
     return root
+
+
+def project_copy(dest: Path) -> Path:
+    """A copy of the project's files as git sees them (tracked + untracked, not ignored)."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        src = REPO / name
+        if src.is_file() and not name.startswith("runs/"):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def snakemake(args: list[str], cwd: Path, env: dict | None = None, check: bool = True):
+    """Run snakemake in ``cwd`` with the data mirror; on failure show the ends of its output."""
+    root = mirror_root()
+    if not root.is_dir():
+        pytest.skip(f"raw-data mirror not found at {root} (set STRUCTPRED_MIRROR)")
+    env = {**(env or os.environ), "STRUCTPRED_MIRROR": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True,
+                          text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def smoke_local(tmp_path_factory) -> SimpleNamespace:
+    """The smoke workflow run once locally (``--cores 2``): its project folder and wall time."""
+    path = project_copy(tmp_path_factory.mktemp("smoke_local"))
+    start = time.monotonic()
+    snakemake(["--cores", "2", "--configfile", "config/smoke.yaml"], path)
+    return SimpleNamespace(path=path, seconds=time.monotonic() - start)

@@ -1,7 +1,7 @@
 """Conformance suite: every oracle a space declares (its capabilities) against enumeration.
 
 Each space below runs the same checks: ``decode``; ``loss_augmented`` (LossAugmented);
-``top_k`` (TopK); ``marginals``, ``log_partition``, ``entropy`` (Marginals); ``linear_loss``,
+``top_k`` (TopK); ``marginals``, ``log_partition``, ``entropy`` (Marginals); ``loss_scores``, ``linear_loss``,
 ``min_loss``, ``bayes_decode`` (AffineLoss); ``max_min`` brackets the max-min value computed
 by an LP over the convex hull of the enumerated embeddings (MaxMin).  A new space joins by
 adding one line to ``SPACES``.
@@ -37,6 +37,7 @@ SPACES = [
     ("chain-hamming-T3", lambda: Chain(3), 3),
     ("chain-absolute-position-T4", lambda: Chain(3, "absolute", "position"), 4),
     ("chain-squared-T1", lambda: Chain(2, "squared"), 1),
+    ("chain-hamming-sum-T3", lambda: Chain(3, normalize=False), 3),
 ]
 
 
@@ -80,6 +81,7 @@ def test_space_conforms(name, factory, size):
     m = q @ E
     if isinstance(space, AffineLoss):
         a = space.loss_offset
+        np.testing.assert_allclose(E @ np.ravel(space.loss_scores(y)), L[truth] - a, atol=1e-12)
         np.testing.assert_allclose(space.linear_loss(y, m), q @ L[truth] - a, atol=1e-12)
         np.testing.assert_allclose(space.min_loss(m), np.min(L @ q) - a, atol=1e-12)
         assert _same(space.bayes_decode(m), Y[int(np.argmin(q @ L))])

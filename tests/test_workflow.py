@@ -2,51 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
-def _mirror() -> Path:
-    path = Path(os.environ.get("STRUCTPRED_MIRROR", ROOT.parent / "shared" / "data" / "raw"))
-    if not path.is_dir():
-        pytest.skip(f"no data mirror at {path} (set STRUCTPRED_MIRROR)")
-    return path.resolve()
+from tests.conftest import project_copy, snakemake
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    """A copy of the project's files as git sees them (tracked + untracked, not ignored)."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()
-    dest = tmp_path_factory.mktemp("project")
-    for name in files:
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    return dest
+    return project_copy(tmp_path_factory.mktemp("project"))
 
 
-def _run(args, cwd, check=True):
-    env = {**os.environ, "STRUCTPRED_MIRROR": str(_mirror())}
-    proc = subprocess.run(SNAKEMAKE + args, cwd=cwd, capture_output=True, text=True, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
-    return proc
-
-
-def test_paper_config_dry_run(workdir):
-    out = _run(["-n", "--cores", "2"], workdir).stdout
+def test_paper_config_drysnakemake(workdir):
+    out = snakemake(["-n", "--cores", "2"], workdir).stdout
     # one training job per (experiment, dataset, method, split) of the paper config
     n_table1 = 12 * 3 * 14 + 5 * 2 * 14 + 3 * 1  # mc + ord with 3 methods, rankings with M3N and M4N, OCR (1 split)
     n_table2 = 2 * 8 * 14
@@ -65,7 +36,7 @@ def test_paper_config_dry_run(workdir):
 def test_schema_rejects_typo(workdir):
     bad = workdir / "bad.yaml"
     bad.write_text("m4n_table1:\n  n_pases: 5\n")
-    proc = _run(["-n", "--cores", "1", "--configfile", "bad.yaml"], workdir, check=False)
+    proc = snakemake(["-n", "--cores", "1", "--configfile", "bad.yaml"], workdir, check=False)
     assert proc.returncode != 0
     assert "n_pases" in proc.stdout + proc.stderr
 
@@ -73,14 +44,14 @@ def test_schema_rejects_typo(workdir):
 def test_unknown_dataset_is_a_clear_error(workdir):
     bad = workdir / "bad_ds.yaml"
     bad.write_text("datasets:\n  views: [iris, irsi]\n")
-    proc = _run(["-n", "--cores", "1", "--configfile", "bad_ds.yaml"], workdir, check=False)
+    proc = snakemake(["-n", "--cores", "1", "--configfile", "bad_ds.yaml"], workdir, check=False)
     assert proc.returncode != 0
     assert "irsi" in proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
-def test_smoke_workflow_end_to_end(workdir):
-    _run(["--cores", "2", "--configfile", "config/smoke.yaml"], workdir)
+def test_smoke_workflow_end_to_end(smoke_local):
+    workdir = smoke_local.path
     index = workdir / "reports" / "index.html"
     assert index.is_file()
     html = index.read_text()
@@ -121,19 +92,19 @@ def test_smoke_workflow_end_to_end(workdir):
     assert tests["bold"].any()
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
-    _run(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)
+    snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)
     assert (workdir / "reports" / "report.html").stat().st_size > 10_000
 
     # determinism: rebuild one job from scratch, the tables must not change by a byte
     before = (workdir / "reports" / "tables" / "m4n_table1.csv").read_bytes()
     (workdir / "results" / "m4n_table1" / "iris" / "M4N" / "split0.csv").unlink()
-    _run(["--cores", "2", "--configfile", "config/smoke.yaml"], workdir)
+    snakemake(["--cores", "2", "--configfile", "config/smoke.yaml"], workdir)
     assert (workdir / "reports" / "tables" / "m4n_table1.csv").read_bytes() == before
 
 
 def test_lint_is_clean(workdir):
     for args in (["--lint"], ["--lint", "--configfile", "config/smoke.yaml"]):
-        out = _run(args, workdir)
+        out = snakemake(args, workdir)
         assert "Congratulations, your workflow is in a good condition" in out.stdout + out.stderr
 
 

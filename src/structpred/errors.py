@@ -1,4 +1,7 @@
-"""Exceptions that carry a message meant for the user (printed by the CLI without a traceback)."""
+"""Exceptions that carry a message meant for the user (printed by the CLI without a traceback),
+and the parameter check shared by every module."""
+
+import math
 
 
 class StructpredError(ValueError):
@@ -16,3 +19,14 @@ class DataError(StructpredError):
 
 class ConfigError(StructpredError):
     """The workflow configuration does not match its schema or names unknown things."""
+
+
+def check_positive(value, what: str) -> float:
+    """``value`` as a positive finite float, else one clear error naming ``what``."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise StructpredError(f"{what} must be a positive number, got {value!r}") from None
+    if not math.isfinite(out) or out <= 0:
+        raise StructpredError(f"{what} must be a positive number, got {value!r}")
+    return out

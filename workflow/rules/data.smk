@@ -1,4 +1,11 @@
 # Raw data: fetch and verify each source (cache -> mirror -> download), then parse each view.
+# Both run where snakemake runs, never as cluster jobs: compute nodes often have no network,
+# and a one-second job should not wait in a queue.
+
+
+localrules:
+    fetch_source,
+    prepare_view,
 
 
 rule fetch_source:

@@ -1,4 +1,11 @@
-# Aggregation over splits, figures, and the HTML report linking every table and figure.
+# Aggregation over splits, figures, and the HTML report linking every table and figure: seconds
+# each, run where snakemake runs (not queued as cluster jobs).
+
+
+localrules:
+    aggregate,
+    figures,
+    html_report,
 
 
 rule aggregate:

@@ -12,7 +12,8 @@ DESIGN.md, "score parametrisation is separate": the solvers see a map with
 :class:`SequenceJoint` (``"sequence"``) is the sequence map of M4N App. G.2: unary scores
 ``U_t = W_g^T x_t`` from the per-position features (``W_g`` the block of the sequence's group,
 AGM's per-emotion weights) and one transition matrix shared by all edges, stacked as
-``W = [W_0; ...; W_{G-1}; T]``.  A space names its map in ``joint_map``; :data:`JOINT_MAPS`
+``W = [W_0; ...; W_{G-1}; T]``.  :class:`~structpred.features.hashed.HashedWindowJoint`
+(``"hashed_window"``) is Casimir's hashed window features for tagging.  A space names its map in ``joint_map``; :data:`JOINT_MAPS`
 resolves the name, so a new map is one class plus one entry.
 """
 
@@ -22,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from structpred.errors import StructpredError
+from structpred.features.hashed import HashedWindowJoint
 from structpred.features.sequences import Sequences, as_float_matrix, as_sequences
 
 
@@ -152,7 +154,7 @@ class SequenceJoint:
 
 
 #: joint feature maps by the name an output space gives in ``joint_map``
-JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint}
+JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint, "hashed_window": HashedWindowJoint}
 
 
 def joint_map(space, X, like=None, who: str = "the_model"):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.outputs.batch import rowdot
 
 
 def as_int_labels(y, what: str) -> np.ndarray:
@@ -159,9 +160,14 @@ class AffineLoss(ABC):
 
     loss_offset: float = 0.0
 
-    @abstractmethod
     def linear_loss(self, y, mu) -> np.ndarray:
-        """``phi(y_i)^T A mu_i`` row-wise (without ``loss_offset``)."""
+        """``phi(y_i)^T A mu_i = <loss_scores(y_i), mu_i>`` row-wise (without ``loss_offset``)."""
+        return np.atleast_1d(rowdot(mu, self.loss_scores(y)))
+
+    @abstractmethod
+    def loss_scores(self, y):
+        """``A^T phi(y_i)`` row-wise: the score ``s`` with ``<s, phi(y')> = L(y_i, y') - loss_offset``
+        (adding it to ``v`` turns an oracle into its loss-augmented version)."""
 
     @abstractmethod
     def min_loss(self, mu) -> np.ndarray:

@@ -11,7 +11,8 @@ list of such vectors.
 Loss: separable, ``L(y, y') = sum_t w_t C[y_t, y'_t] / sum_t w_t`` with a node loss matrix
 ``C`` (row = truth) and per-position weights ``w_t`` (uniform by default: the normalised
 Hamming loss for ``C = 1 - I``; ``weights="position"`` gives ``w_t = t`` for t = 1..T,
-AGM §4.1).  In the affine form ``L = phi(y)^T A phi(y')`` only the unary blocks of ``A``
+AGM §4.1); ``normalize=False`` drops the division (Casimir's Hamming loss: the number of
+wrong tokens).  In the affine form ``L = phi(y)^T A phi(y')`` only the unary blocks of ``A``
 are non-zero (``A_tt = w_t C / sum w``), ``loss_offset = 0``.
 """
 
@@ -58,7 +59,10 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
     n_labels : number of labels ``R >= 2``.
     node_loss : ``R x R`` matrix (row = true label) or a name in :data:`NODE_LOSSES`.
     weights : ``None`` (uniform), ``"position"`` (``w_t = t``), or a callable ``T -> (T,)``
-        of positive weights.  The loss is always normalised by ``sum_t w_t``.
+        of positive weights.
+    normalize : divide the loss by ``sum_t w_t`` (default); ``False``: ``sum_t w_t C[y_t, y'_t]``.
+    joint_map : the joint feature map the solvers build for this space (``"sequence"``: per-position
+        features and one transition matrix; ``"hashed_window"``: Casimir's hashed NER features).
     iterations_per_node : if true (default), ``max_min(v, n_iter=K)`` runs ``K * T``
         SP-MP iterations on a length-``T`` chain ("10 x the length of the sequence",
         M4N §6); otherwise exactly ``K``.
@@ -79,7 +83,8 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
     ragged = True
     joint_map = "sequence"
 
-    def __init__(self, n_labels: int, node_loss="hamming", weights=None, iterations_per_node: bool = True):
+    def __init__(self, n_labels: int, node_loss="hamming", weights=None, iterations_per_node: bool = True,
+                 normalize: bool = True, joint_map: str = "sequence"):
         try:
             R = int(n_labels)
         except (TypeError, ValueError):
@@ -100,13 +105,16 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             raise StructpredError(f"weights must be None, 'position' or a callable T -> (T,), got {weights!r}")
         self.weights = weights
         self.iterations_per_node = bool(iterations_per_node)
+        self.normalize = bool(normalize)
+        self.joint_map = joint_map
         self._cmax = float(np.max(np.abs(C))) or 1.0
         self._kind = 1 if np.array_equal(C, 1.0 - np.eye(R)) else 0
         self._weights_cache: dict[int, np.ndarray] = {}
 
     def __repr__(self) -> str:
         w = "uniform" if self.weights is None else ("position" if isinstance(self.weights, str) else "custom")
-        return f"Chain(n_labels={self.R}, node_loss={self.node_loss_name}, weights={w})"
+        scale = "" if self.normalize else ", normalize=False"
+        return f"Chain(n_labels={self.R}, node_loss={self.node_loss_name}, weights={w}{scale})"
 
     # --- layout ----------------------------------------------------------------------
     @property
@@ -144,7 +152,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
         return v[: T * R].reshape(T, R), v[T * R:].reshape(T - 1, R, R)
 
     def position_weights(self, T: int) -> np.ndarray:
-        """Normalised weights ``w_t / sum w`` of a length-``T`` chain (cached per length)."""
+        """Weights ``w_t / sum w`` of a length-``T`` chain (``w_t`` if not ``normalize``), cached."""
         cached = self._weights_cache.get(T)
         if cached is None:
             cached = self._weights_cache[T] = self._position_weights(T)
@@ -159,10 +167,10 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             w = np.asarray(self.weights(T), dtype=np.float64)
             if w.shape != (T,) or not np.all(w > 0):
                 raise StructpredError(f"weights({T}) must be {T} positive numbers, got {w!r}")
-        return w / w.sum()
+        return w / w.sum() if self.normalize else w
 
     def weighted_loss(self, T: int) -> np.ndarray:
-        """``(T, R, R)`` per-position loss blocks ``A_t = w_t C / sum w``."""
+        """``(T, R, R)`` per-position loss blocks ``A_t = w_t C / sum w`` (or ``w_t C``)."""
         return np.ascontiguousarray(self.position_weights(T)[:, None, None] * self.node_loss[None])
 
     # --- batches -----------------------------------------------------------------------
@@ -225,6 +233,17 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             return float(np.sum(w * np.einsum("tj,tj->t", self.node_loss[s], Mu)))
 
         return np.atleast_1d(np.asarray(self._map(one, y, mu)))
+
+    def loss_scores(self, y):
+        """``A^T phi(y)``: ``w_t C[y_t, :]`` on the unary blocks, zero on the pairwise ones."""
+        def one(s):
+            s = self.check_labels(s)
+            T = s.shape[0]
+            out = np.zeros(self.dim(T))
+            out[: T * self.R] = (self.position_weights(T)[:, None] * self.node_loss[s]).ravel()
+            return out
+
+        return self._map(one, y)
 
     def min_loss(self, mu):
         """``min_y' phi(y')^T A mu = sum_t w_t min_i (C mu_t)[i] / sum w`` per sequence."""

@@ -138,6 +138,10 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss
         mu = np.atleast_2d(mu)
         return np.einsum("ij,ij->i", self.loss_matrix[y], mu)
 
+    def loss_scores(self, y) -> np.ndarray:
+        """``A^T phi(y_i) = C[y_i, :]`` row-wise."""
+        return self.loss_matrix[np.atleast_1d(self.check_labels(y))].copy()
+
     def min_loss(self, mu) -> np.ndarray:
         """``min_y' phi(y')^T A mu_i`` row-wise (the concave part of the M4N dual)."""
         return np.min(np.atleast_2d(mu) @ self.loss_matrix.T, axis=1)

@@ -175,6 +175,10 @@ class Permutation(OutputSpace, LossAugmented, MaxMin, AffineLoss):
         mu = np.atleast_2d(mu)
         return -mu[np.arange(y.shape[0])[:, None], np.arange(self.M) * self.M + y].sum(1) / self.M
 
+    def loss_scores(self, y) -> np.ndarray:
+        """``A^T phi(y_i) = -P_{y_i} / M`` row-wise."""
+        return -np.atleast_2d(self.embed(y)) / self.M
+
     def min_loss(self, mu) -> np.ndarray:
         """``min_y' phi(y')^T A mu_i = -max_y' <P_y', mu_i>/M`` row-wise (Hungarian)."""
         mu = np.atleast_2d(np.asarray(mu, dtype=np.float64))

@@ -9,6 +9,9 @@ from structpred.solvers.driver import SolverResult, StepRule, run
 from structpred.solvers.gbcfw import GBCFW, gbcfw
 from structpred.solvers.problem import Problem, check_problem, primal_objective
 from structpred.solvers.sdca import SDCA, sdca
+from structpred.solvers.sgd import SGD, sgd
+from structpred.solvers.svrg import SVRG, CasimirSVRG, casimir_svrg, svrg
 
-__all__ = ["BCFW", "GBCFW", "SDCA", "AdaGrad", "Problem", "SolverResult", "StepRule", "adagrad", "bcfw",
-           "check_problem", "gbcfw", "primal_objective", "run", "sdca"]
+__all__ = ["BCFW", "GBCFW", "SDCA", "SGD", "SVRG", "AdaGrad", "CasimirSVRG", "Problem", "SolverResult",
+           "StepRule", "adagrad", "bcfw", "casimir_svrg", "check_problem", "gbcfw", "primal_objective",
+           "run", "sdca", "sgd", "svrg"]

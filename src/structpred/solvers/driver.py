@@ -53,6 +53,9 @@ class StepRule(ABC):
     """
 
     name = "solver"
+    #: sample order of a pass: ``"permutation"`` (each sample once) or ``"uniform"`` (n draws
+    #: with replacement, as the Casimir reference code)
+    sampling = "permutation"
 
     def __init__(self, surrogate):
         self.surrogate = surrogate
@@ -130,7 +133,8 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
         time_budget=None, X_val=None, y_val=None, verbose=False) -> SolverResult:
     """Run ``rule`` on ``problem`` for at most ``n_passes`` passes.
 
-    The objectives (and the validation loss on ``(X_val, y_val)``, decoded by the rule's
+    A pass is ``n`` steps in the order the rule's ``sampling`` asks for.  The objectives
+    (and the validation loss on ``(X_val, y_val)``, decoded by the rule's
     surrogate) are recorded every ``eval_every`` passes and at the last one; training
     stops early when a recorded ``gap`` is ``<= tol`` or when the training time exceeds
     ``time_budget`` seconds (that pass is then recorded).
@@ -146,7 +150,10 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     timer = PassTimer()
     history = []
     for p in progress(range(1, n_passes + 1), verbose, rule.name):
-        order = rng.permutation(problem.n).astype(np.int64)
+        if rule.sampling == "uniform":
+            order = rng.integers(0, problem.n, size=problem.n).astype(np.int64)
+        else:
+            order = rng.permutation(problem.n).astype(np.int64)
         with timer:
             rule.start_epoch(p)
             rule.epoch(order)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from structpred.errors import StructpredError
+from structpred.errors import StructpredError, check_positive
 from structpred.features.joint import joint_map
 from structpred.outputs.batch import is_ragged
 
@@ -74,13 +74,7 @@ def check_labels_for(space, y, n: int, seq_lengths=None):
 
 
 def check_lam(lam) -> float:
-    try:
-        lam = float(lam)
-    except (TypeError, ValueError):
-        raise StructpredError(f"lam must be a positive number, got {lam!r}") from None
-    if not np.isfinite(lam) or lam <= 0:
-        raise StructpredError(f"lam must be a positive number, got {lam}")
-    return lam
+    return check_positive(lam, "lam")
 
 
 def check_validation(problem: Problem, X_val, y_val):

@@ -5,5 +5,6 @@ from structpred.surrogates.base import Surrogate
 from structpred.surrogates.crf import LogLoss
 from structpred.surrogates.hinge import Hinge
 from structpred.surrogates.maxmin import MaxMinMargin
+from structpred.surrogates.smoothed import EntropySmoothedHinge, TopKSmoothedHinge
 
-__all__ = ["Hinge", "LogLoss", "MaxMinMargin", "Surrogate"]
+__all__ = ["EntropySmoothedHinge", "Hinge", "LogLoss", "MaxMinMargin", "Surrogate", "TopKSmoothedHinge"]

@@ -1,0 +1,223 @@
+"""Hashed window features for sequence tagging (Casimir §7.1, CoNLL-2003 NER), as a joint map.
+
+A sentence is a ``(T, 3)`` int array of (word, POS, chunk) ids (:class:`WindowVocabulary`
+encodes tokens: words seen more than ``threshold`` times in training, else the unknown id 0;
+POS and chunk ids from training).  The score of tags ``y`` is ``sum_t s_t(y_{t-1}, y_t)`` with
+``y_{-1} = START`` and ``s_t(p, y) = sum_j w[h(j, a_j, b_j)]`` over the templates of the
+reference code: the current tag ``y`` (templates 0, 2, 4, 6, 8, 15-20) or the previous tag
+``p`` (1, 3, 5, 7, 9, 21-26) paired with the word at offsets 0, -2, +2, -1, +1 and with the POS
+and chunk tags at t, t+1, t-1; and the tag bigram (10).  ``h(j, a, b) = (17 * 31^3 + 31^2 j +
+31 a + b) mod (2^16 - 1)``, collisions add up (counts, not indicators).  Templates that do not
+involve a tag (the reference's 11-14, out-of-sentence +-2 words, the previous tag at t = 0)
+add the same constant to every labelling and are left out: scores, losses' argmaxes and
+gradients do not change.
+
+In the chain layout of :class:`structpred.outputs.Chain` the tag-``y`` templates (and the bigram
+``(START, y)`` at t = 0) are the unaries ``U[t, y]``, the tag-``p`` templates and the bigram at
+t >= 1 the pairwise scores ``P[t-1, p, y]``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from numba import njit
+
+from structpred.errors import StructpredError
+
+HASH_DIM = 2**16 - 1
+START, STOP = -1, -2
+UNKNOWN_WORD = 0
+
+
+@njit(cache=True, inline="always")
+def _h(j, a, b, dim):
+    return (506447 + 961 * j + 31 * a + b) % dim
+
+
+@njit(cache=True)
+def _label_index(tok, a, T, t, lab, previous, dim, idx):
+    """The 12 indices (``-1``: absent) of the templates at position ``t`` that pair the tag
+    ``lab``, the current tag (templates 0, 2, 4, 6, 8, 15-20 and the bigram from START at
+    t = 0) or, if ``previous``, the previous one (1, 3, 5, 7, 9, 21-26), with the window."""
+    jw = 1 if previous else 0
+    jt = 21 if previous else 15
+    wm1 = tok[a + t - 1, 0] if t > 0 else START
+    wp1 = tok[a + t + 1, 0] if t < T - 1 else STOP
+    posm1 = tok[a + t - 1, 1] if t > 0 else START
+    chkm1 = tok[a + t - 1, 2] if t > 0 else START
+    posp1 = tok[a + t + 1, 1] if t < T - 1 else STOP
+    chkp1 = tok[a + t + 1, 2] if t < T - 1 else STOP
+    idx[0] = _h(jw, tok[a + t, 0], lab, dim)
+    idx[1] = _h(2 + jw, tok[a + t - 2, 0], lab, dim) if t > 1 else -1
+    idx[2] = _h(4 + jw, tok[a + t + 2, 0], lab, dim) if t < T - 2 else -1
+    idx[3] = _h(6 + jw, wm1, lab, dim)
+    idx[4] = _h(8 + jw, wp1, lab, dim)
+    idx[5] = _h(jt, lab, tok[a + t, 1], dim)
+    idx[6] = _h(jt + 1, lab, posp1, dim)
+    idx[7] = _h(jt + 2, lab, posm1, dim)
+    idx[8] = _h(jt + 3, lab, tok[a + t, 2], dim)
+    idx[9] = _h(jt + 4, lab, chkp1, dim)
+    idx[10] = _h(jt + 5, lab, chkm1, dim)
+    idx[11] = _h(10, START, lab, dim) if t == 0 and not previous else -1
+
+
+@njit(cache=True)
+def _score(tok, a, b, R, W, out):
+    """``out = [U (T, R) | P (T-1, R, R)]`` of the sentence ``tok[a:b]``."""
+    T = b - a
+    dim = W.shape[0]
+    iu = np.empty(12, dtype=np.int64)
+    ip = np.empty(12, dtype=np.int64)
+    for t in range(T):
+        for y in range(R):
+            _label_index(tok, a, T, t, y, False, dim, iu)
+            s = 0.0
+            for m in range(12):
+                if iu[m] >= 0:
+                    s += W[iu[m]]
+            out[t * R + y] = s
+        if t > 0:
+            base = T * R + (t - 1) * R * R
+            for p in range(R):
+                _label_index(tok, a, T, t, p, True, dim, ip)
+                s = 0.0
+                for m in range(12):
+                    if ip[m] >= 0:
+                        s += W[ip[m]]
+                for y in range(R):
+                    out[base + p * R + y] = s + W[_h(10, p, y, dim)]
+
+
+@njit(cache=True)
+def _add(tok, a, b, R, G, g):
+    """``G += Psi g``: the adjoint of :func:`_score`."""
+    T = b - a
+    dim = G.shape[0]
+    iu = np.empty(12, dtype=np.int64)
+    ip = np.empty(12, dtype=np.int64)
+    for t in range(T):
+        for y in range(R):
+            c = g[t * R + y]
+            if c != 0.0:
+                _label_index(tok, a, T, t, y, False, dim, iu)
+                for m in range(12):
+                    if iu[m] >= 0:
+                        G[iu[m]] += c
+        if t > 0:
+            base = T * R + (t - 1) * R * R
+            for p in range(R):
+                c = 0.0
+                for y in range(R):
+                    gy = g[base + p * R + y]
+                    if gy != 0.0:
+                        c += gy
+                        G[_h(10, p, y, dim)] += gy
+                if c != 0.0:
+                    _label_index(tok, a, T, t, p, True, dim, ip)
+                    for m in range(12):
+                        if ip[m] >= 0:
+                            G[ip[m]] += c
+
+
+class WindowVocabulary:
+    """Word, POS and chunk ids from training tokens: words seen more than ``threshold`` times get
+    ids 1, 2, ... in order of first appearance (others the unknown id 0); POS and chunk tags ids
+    0, 1, ... in order of first appearance.  Case-sensitive, as the reference."""
+
+    def __init__(self, threshold: int = 2):
+        self.threshold = int(threshold)
+
+    def fit(self, words, pos, chunk) -> WindowVocabulary:
+        counts = Counter(words)
+        self.words_ = {}
+        for w in dict.fromkeys(words):
+            if counts[w] > self.threshold:
+                self.words_[w] = len(self.words_) + 1
+        self.pos_ = {p: i for i, p in enumerate(dict.fromkeys(pos))}
+        self.chunk_ = {c: i for i, c in enumerate(dict.fromkeys(chunk))}
+        return self
+
+    def encode(self, words, pos, chunk) -> np.ndarray:
+        """``(N, 3)`` int64 ids of tokens; POS or chunk tags unseen in training are an error."""
+        out = np.empty((len(words), 3), dtype=np.int64)
+        out[:, 0] = [self.words_.get(w, UNKNOWN_WORD) for w in words]
+        for col, table, what in ((1, self.pos_, "POS"), (2, self.chunk_, "chunk")):
+            values = pos if col == 1 else chunk
+            try:
+                out[:, col] = [table[v] for v in values]
+            except KeyError as err:
+                raise StructpredError(f"{what} tag {err.args[0]!r} was not seen in training") from None
+        return out
+
+
+class WindowTokens:
+    """Encoded sentences: ``tokens (N, 3)`` int64 and ``offsets (n + 1,)`` delimiting them."""
+
+    def __init__(self, tokens, offsets):
+        self.tokens = np.ascontiguousarray(tokens, dtype=np.int64)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        if self.tokens.ndim != 2 or self.tokens.shape[1] != 3:
+            raise StructpredError(f"window tokens must be an (N, 3) array of ids, got shape {self.tokens.shape}")
+        if (self.offsets.ndim != 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.tokens)
+                or np.any(np.diff(self.offsets) < 1)):
+            raise StructpredError("offsets must rise from 0 to the number of tokens, one sentence at least one token")
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class HashedWindowJoint:
+    """The joint map of the hashed window features: weights ``w`` of shape ``(dim,)``."""
+
+    def __init__(self, X: WindowTokens, n_labels: int, dim: int = HASH_DIM):
+        if not isinstance(X, WindowTokens):
+            raise StructpredError(f"the hashed window map takes WindowTokens, got {type(X).__name__}")
+        self.X = X
+        self.seq = X  # the lengths, for checking label sequences
+        self.R = int(n_labels)
+        self.dim = int(dim)
+
+    @classmethod
+    def build(cls, space, X, like=None):
+        return cls(X, space.n_labels, HASH_DIM if like is None else like.dim)
+
+    @property
+    def n(self) -> int:
+        return self.X.n
+
+    @property
+    def n_features(self) -> int:
+        return self.dim
+
+    @property
+    def weight_shape(self) -> tuple:
+        return (self.dim,)
+
+    def score(self, i, W):
+        a, b = self.X.offsets[i], self.X.offsets[i + 1]
+        T, R = b - a, self.R
+        out = np.empty(T * R + (T - 1) * R * R)
+        _score(self.X.tokens, a, b, R, W, out)
+        return out
+
+    def scores(self, W):
+        return [self.score(i, W) for i in range(self.n)]
+
+    def add(self, i, W, g):
+        _add(self.X.tokens, self.X.offsets[i], self.X.offsets[i + 1], self.R, W,
+             np.ascontiguousarray(g, dtype=np.float64))
+
+    def norm2(self, i, g):
+        G = np.zeros(self.dim)
+        self.add(i, G, g)
+        return float(G @ G)

@@ -1,0 +1,119 @@
+"""The cluster path for real: the smoke workflow through ``--profile profiles/slurm`` on a
+single-node SLURM cluster started here (tools/slurm_cluster.py) gives the local run's tables byte
+for byte, and a run with a job cancelled mid-way (``scancel``) resumes to the same tables.
+
+Skipped, with the reason, where SLURM is not installed or its daemons cannot be started (not
+root, a system SLURM already configured); .ci/run installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, mirror_root, project_copy, snakemake
+
+pytestmark = pytest.mark.slow
+log = logging.getLogger(__name__)
+
+# The README's command, with the smoke config; targets before options.
+PROFILE_RUN = ["all", "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml"]
+
+
+def _cluster_tool():
+    spec = importlib.util.spec_from_file_location("slurm_cluster", REPO / "tools" / "slurm_cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A running single-node cluster: the environment that points SLURM's commands at it."""
+    tool = _cluster_tool()
+    missing = tool.missing_programs()
+    if missing:
+        pytest.skip(f"SLURM is not installed ({', '.join(missing)} missing): "
+                    "`python tools/slurm_cluster.py install` installs it (root, Debian)")
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        pytest.skip("the SLURM executor plugin is not installed: pip install -e '.[test]'")
+    root = tmp_path_factory.mktemp("slurm")
+    try:
+        env = tool.start(root)
+    except tool.ClusterError as err:
+        tool.stop(root)
+        pytest.skip(f"a SLURM cluster cannot be started here: {err}")
+    try:
+        yield {**os.environ, **env}
+    finally:
+        tool.stop(root)
+
+
+def _tables(project: Path) -> dict[str, bytes]:
+    folder = project / "reports" / "tables"
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.csv"))}
+
+
+def _running_job(env: dict, rule: str, timeout: float) -> tuple[str, str]:
+    """The id and comment (rule and wildcards) of the first RUNNING job of ``rule``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], env=env,
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            job_id, comment = line.split("|", 1)
+            if comment.startswith(f"rule_{rule}"):
+                return job_id, comment
+        time.sleep(0.5)
+    raise AssertionError(f"no {rule} job was seen running within {timeout:.0f} s")
+
+
+def test_smoke_workflow_on_slurm_matches_local_and_survives_a_cancel(cluster, smoke_local,
+                                                                    tmp_path_factory):
+    project = project_copy(tmp_path_factory.mktemp("smoke_slurm"))
+    start = time.monotonic()
+    snakemake(PROFILE_RUN, project, env=cluster)
+    seconds = time.monotonic() - start
+    log.warning("smoke workflow: %.0f s through SLURM, %.0f s locally (--cores 2)", seconds,
+                smoke_local.seconds)
+    expected = _tables(smoke_local.path)
+    assert len(expected) == 8  # 4 experiments x (table, tests)
+    assert _tables(project) == expected
+
+    # Every job ran as a SLURM job except the local rules (downloads, data preparation, report).
+    slurm_logs = project / ".snakemake" / "slurm_logs"
+    assert not (slurm_logs / "rule_fetch_source").exists()
+    assert not (slurm_logs / "rule_aggregate").exists()
+
+    # Cancel one training job mid-way: without retries the run fails on it, and the rerun
+    # redoes what is missing and gives the same tables.
+    removed = sorted((project / "results" / "m4n_table1" / "iris").glob("*/split*.csv"))
+    assert len(removed) == 12  # 6 jobs (3 methods x 2 splits), rows and history
+    for path in removed:
+        path.unlink()
+    env = {**cluster, "STRUCTPRED_MIRROR": str(mirror_root())}
+    with open(project / "cancelled_run.log", "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "snakemake", *PROFILE_RUN, "--retries", "0"],
+                                cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            job_id, comment = _running_job(cluster, "run_job", timeout=300)
+            subprocess.run(["scancel", job_id], env=cluster, check=True)
+            assert proc.wait(timeout=600) != 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    text = (project / "cancelled_run.log").read_text()
+    assert f"SLURM-job '{job_id}' failed" in text and "CANCELLED" in text, text[-3000:]
+    assert "_iris_" in comment  # one of the jobs removed above
+    assert not all(path.exists() for path in removed)
+
+    snakemake(PROFILE_RUN, project, env=cluster)
+    assert all(path.exists() for path in removed)
+    assert _tables(project) == expected

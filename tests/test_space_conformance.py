@@ -69,9 +69,13 @@ def test_space_conforms(name, factory, size):
         K = min(3, len(Y))
         outs, scores = space.top_k(v, y, K)
         np.testing.assert_allclose(scores, np.sort(L[truth] + s)[::-1][:K], atol=1e-12)
+        rows = []
         for o, sc in zip(outs, scores):
             j = next(j for j, yy in enumerate(Y) if _same(yy, o))
             assert abs(L[truth, j] + s[j] - sc) < 1e-12
+            rows.append(j)
+        w = np.arange(1.0, len(rows) + 1)
+        np.testing.assert_allclose(space.mean_embedding(outs, w), w @ E[rows], atol=1e-12)
     if isinstance(space, Marginals):
         p = np.exp(s - logsumexp(s))
         np.testing.assert_allclose(space.marginals(v), p @ E, atol=1e-12)

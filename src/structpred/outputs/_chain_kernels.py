@@ -487,3 +487,15 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     mu_node *= inv
     mu_edge *= inv
     nu_bar *= inv
+
+
+@njit(cache=True)
+def weighted_embedding(Y, w, R, out):
+    """``out = sum_k w_k phi(Y[k])`` for sequences ``Y (K, T)`` in the chain layout."""
+    K, T = Y.shape
+    out[:] = 0.0
+    for k in range(K):
+        for t in range(T):
+            out[t * R + Y[k, t]] += w[k]
+            if t + 1 < T:
+                out[T * R + t * R * R + Y[k, t] * R + Y[k, t + 1]] += w[k]

@@ -115,6 +115,12 @@ class OutputSpace(ABC):
     @abstractmethod
     def decode(self, v) -> np.ndarray: ...
 
+    def mean_embedding(self, Y, w) -> np.ndarray:
+        """``sum_k w_k phi(Y_k)`` over the outputs ``Y`` of one sample (e.g. the top-K outputs,
+        as :meth:`TopK.top_k` returns them); spaces may override it with a compiled loop."""
+        E = self.embed(list(Y) if self.ragged else Y)
+        return np.tensordot(np.asarray(w, dtype=np.float64), np.asarray(E, dtype=np.float64), axes=1)
+
     def pass_kernels(self, fmap, y):
         """Compiled per-pass solver loops for this space on the joint map ``fmap`` and labels
         ``y`` (an object with ``bcfw_pass`` / ``gbcfw_pass`` / ``sdca_pass``), or ``None``

@@ -211,6 +211,13 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
 
         return self._map(one, y)
 
+    def mean_embedding(self, Y, w):
+        """``sum_k w_k phi(Y[k])`` for equal-length sequences ``Y (K, T)`` (compiled)."""
+        Y = np.ascontiguousarray(Y, dtype=np.int64)
+        out = np.empty(self.dim(Y.shape[1]))
+        K_.weighted_embedding(Y, np.ascontiguousarray(w, dtype=np.float64), self.R, out)
+        return out
+
     def loss(self, y, y2):
         """``sum_t w_t C[y_t, y2_t] / sum w``; a float, or an ``(n,)`` array for batches."""
         def one(a, b):

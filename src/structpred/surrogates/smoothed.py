@@ -66,10 +66,8 @@ class TopKSmoothedHinge(_SmoothedHinge):
         Y, s = self.space.top_k(v, y, self.K)
         u = simplex_projection(s / check_positive(self.mu, "mu"))
         phi_y = self.space.embed(y)
-        keep = np.nonzero(u > 0)[0]
-        grad = -phi_y
-        for k in keep:
-            grad = grad + u[k] * self.space.embed(Y[k])
+        keep = u > 0
+        grad = self.space.mean_embedding(Y[keep], u[keep]) - phi_y
         value = float(u @ s - 0.5 * self.mu * (u @ u) - v @ phi_y)
         return value, grad
 

@@ -103,3 +103,27 @@ def test_primal_solvers_are_deterministic_and_check_their_settings():
         svrg(Hinge(sp), X, y, 0.1, mu=1.0)
     with pytest.raises(StructpredError, match="L must be a positive number"):
         casimir_svrg(TopKSmoothedHinge(sp), X, y, 0.1, L=0.0)
+
+
+@pytest.mark.parametrize("solver", ["sgd", "svrg", "casimir_svrg"])
+def test_smooth_ssvm_learns_tags_from_hashed_window_features(solver):
+    """Tags that are a function of the word id: every solver fits them through the hashed map."""
+    from structpred.estimators import SmoothSSVM
+    from structpred.features.hashed import WindowTokens
+    from structpred.outputs import Chain
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 12, size=120)
+    words = rng.integers(1, 30, size=lengths.sum())
+    tokens = np.c_[words, rng.integers(0, 5, size=words.size), rng.integers(0, 3, size=words.size)]
+    X = WindowTokens(tokens, np.r_[0, np.cumsum(lengths)])
+    y = np.split(words % 4, np.cumsum(lengths)[:-1])
+    space = Chain(4, normalize=False, joint_map="hashed_window")
+    model = SmoothSSVM(loss=space, solver=solver, lam=1e-3, n_passes=15, eta0=0.1, t0=1e4,
+                       random_state=0).fit(X, y)
+    hist = model.history_
+    assert hist["primal"].iloc[-1] < 0.2 * hist["primal"].iloc[0]
+    pred = model.predict(X)
+    errors = sum(int(np.sum(p != t)) for p, t in zip(pred, y))
+    assert errors <= 0.02 * words.size
+    assert model.task_loss(X, y) == pytest.approx(errors / len(y))  # mean wrong tokens per sentence

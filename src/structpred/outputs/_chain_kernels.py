@@ -43,11 +43,34 @@ def viterbi(U, P, out):
 
 
 @njit(cache=True)
+def _merge_top(lists, add, K, out_s, out_l, out_r):
+    """The ``K`` largest of ``lists[a, r] + add[a]`` (each row sorted decreasing) by a K-way
+    merge, ties to the smaller ``a`` then ``r`` (the order of a stable sort of the flattened
+    candidates); fills scores, rows and ranks."""
+    R = lists.shape[0]
+    head = np.zeros(R, dtype=np.int64)
+    for k in range(K):
+        best = -1
+        val = -np.inf
+        for a in range(R):
+            if head[a] < K:
+                c = lists[a, head[a]] + add[a]
+                if best < 0 or c > val:
+                    best = a
+                    val = c
+        out_s[k] = val
+        out_l[k] = best
+        out_r[k] = head[best]
+        head[best] += 1
+
+
+@njit(cache=True)
 def top_k_viterbi(U, P, K, Y, S):
     """The ``K`` highest-scoring sequences in decreasing score (list Viterbi).
 
     Fills ``Y (K, T)`` and ``S (K,)``; returns how many exist (``min(K, R^T)``).  Each
-    (position, label) keeps its ``K`` best prefixes as (score, previous label, rank).
+    (position, label) keeps its ``K`` best prefixes as (score, previous label, rank), merged
+    from the predecessors' sorted lists.
     """
     T, R = U.shape
     NEG = -np.inf
@@ -56,31 +79,22 @@ def top_k_viterbi(U, P, K, Y, S):
     br = np.zeros((T, R, K), dtype=np.int64)
     for b in range(R):
         sc[0, b, 0] = U[0, b]
-    cand = np.empty(R * K)
     for t in range(1, T):
         for b in range(R):
-            for a in range(R):
-                for r in range(K):
-                    cand[a * K + r] = sc[t - 1, a, r] + P[t - 1, a, b]
-            order = np.argsort(-cand, kind="mergesort")
+            _merge_top(sc[t - 1], P[t - 1, :, b], K, sc[t, b], bl[t, b], br[t, b])
             for r in range(K):
-                j = order[r]
-                sc[t, b, r] = cand[j] + U[t, b]
-                bl[t, b, r] = j // K
-                br[t, b, r] = j % K
-    last = np.empty(R * K)
-    for b in range(R):
-        for r in range(K):
-            last[b * K + r] = sc[T - 1, b, r]
-    order = np.argsort(-last, kind="mergesort")
+                sc[t, b, r] += U[t, b]
+    top_s = np.empty(K)
+    top_l = np.empty(K, dtype=np.int64)
+    top_r = np.empty(K, dtype=np.int64)
+    _merge_top(sc[T - 1], np.zeros(R), K, top_s, top_l, top_r)
     found = 0
     for r in range(K):
-        j = order[r]
-        if last[j] == NEG:
+        if top_s[r] == NEG:
             break
-        S[r] = last[j]
-        b = j // K
-        rk = j % K
+        S[r] = top_s[r]
+        b = top_l[r]
+        rk = top_r[r]
         for t in range(T - 1, -1, -1):
             Y[r, t] = b
             if t > 0:

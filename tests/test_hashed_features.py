@@ -104,3 +104,22 @@ def test_vocabulary_threshold_order_and_unseen_tags():
         voc.encode(["a"], ["X"], ["I"])
     with pytest.raises(StructpredError, match="offsets"):
         WindowTokens(ids, [0, 2])
+
+
+def test_window_splits_fit_on_train_and_encode_every_part():
+    from structpred.features.hashed import window_splits
+
+    words = ["EU", "rejects", "EU", "call", "EU", "Peter", "EU", "x"]
+    arrays = {"words": np.array(words), "pos": np.array(["N", "V", "N", "N", "N", "N", "N", "V"]),
+              "chunk": np.array(["I"] * 8), "tags": np.array(["I-ORG", "O", "I-ORG", "O", "I-ORG", "O", "I-ORG", "O"], dtype="<U5"),
+              "offsets": np.array([0, 2, 4, 6, 8]), "part": np.array(["train", "train", "testa", "testb"])}
+    splits, tags = window_splits(arrays)
+    assert tags == ["I-ORG", "O"]
+    X, y = splits["train"]
+    assert X.n == 2 and X.tokens[:, 0].tolist() == [0, 0, 0, 0]  # "EU" seen twice in train only
+    assert [s.tolist() for s in y] == [[0, 1], [0, 1]]
+    arrays["tags"][5] = "I-PER"
+    with pytest.raises(StructpredError, match="were not seen in 'train'"):
+        window_splits(arrays)
+    with pytest.raises(StructpredError, match="no 'dev' sentences"):
+        window_splits(arrays, fit_part="dev")

@@ -149,8 +149,8 @@ def test_solver_bad_input():
 
 
 def test_driver_schedule_stopping_and_hooks():
-    """The one driver: evaluation schedule, oracle-call count, epoch hooks (what SVRG's full
-    gradient and Casimir's smoothing will use), tol on a recorded gap, time budget."""
+    """The one driver: evaluation schedule, oracle-call count, epoch hooks (SVRG's full gradient,
+    Casimir's smoothing), tol on a recorded gap, time budget, extra evaluation."""
     import time
 
     from structpred.solvers import StepRule, check_problem, run
@@ -190,6 +190,17 @@ def test_driver_schedule_stopping_and_hooks():
     # the time budget stops after the pass that exceeds it, and that pass is recorded
     hist = run(Slow(Hinge(pb.space)), pb, n_passes=50, eval_every=10, time_budget=0.12).history
     assert [r["pass"] for r in hist] == [3] and hist[0]["seconds"] >= 0.12
+    # evaluate(W): more measures in each record, its time not counted as training
+    seen = []
+
+    def evaluate(W):
+        seen.append(W.shape)
+        time.sleep(0.05)
+        return {"held_out": 2.0}
+
+    hist = run(Counting(Hinge(pb.space)), pb, n_passes=4, eval_every=2, evaluate=evaluate).history
+    assert [r["held_out"] for r in hist] == [2.0, 2.0] and seen == [(5, 4), (5, 4)]
+    assert hist[-1]["seconds"] < 0.05
     for bad in ({"n_passes": 0}, {"eval_every": 1.5}, {"time_budget": -1}):
         with pytest.raises(StructpredError):
             run(Counting(Hinge(pb.space)), pb, **bad)

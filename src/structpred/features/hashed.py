@@ -221,3 +221,36 @@ class HashedWindowJoint:
         G = np.zeros(self.dim)
         self.add(i, G, g)
         return float(G @ G)
+
+
+def window_splits(arrays, threshold: int = 2, fit_part: str = "train"):
+    """Every part of a tagging view (``structpred.data``'s ``ner`` arrays: ``words``, ``pos``,
+    ``chunk``, ``tags`` over tokens, ``offsets``, ``part`` per sentence) as ``(WindowTokens, tag
+    id sequences)``, with the vocabulary and the tag ids (order of first appearance) from
+    ``fit_part``.  Returns ``(splits: part -> (X, y), tag_names)``."""
+    offsets = np.asarray(arrays["offsets"], dtype=np.int64)
+    part = np.asarray(arrays["part"]).astype(str)
+    names = list(dict.fromkeys(part))
+    if fit_part not in names:
+        raise StructpredError(f"no {fit_part!r} sentences to fit the vocabulary on (parts: {', '.join(names)})")
+
+    def tokens(p):
+        idx = np.nonzero(part == p)[0]
+        if np.any(np.diff(idx) != 1):
+            raise StructpredError(f"the {p!r} sentences are not contiguous in the view")
+        a, b = offsets[idx[0]], offsets[idx[-1] + 1]
+        cols = [list(np.asarray(arrays[c][a:b]).astype(str)) for c in ("words", "pos", "chunk", "tags")]
+        return cols, offsets[idx[0]: idx[-1] + 2] - a
+
+    (words, pos, chunk, tags), _ = tokens(fit_part)
+    vocabulary = WindowVocabulary(threshold).fit(words, pos, chunk)
+    tag_ids = {t: i for i, t in enumerate(dict.fromkeys(tags))}
+    splits = {}
+    for p in names:
+        (words, pos, chunk, tags), off = tokens(p)
+        unseen = sorted(set(tags) - set(tag_ids))
+        if unseen:
+            raise StructpredError(f"tags {unseen} of {p!r} were not seen in {fit_part!r}")
+        y = np.array([tag_ids[t] for t in tags], dtype=np.int64)
+        splits[p] = (WindowTokens(vocabulary.encode(words, pos, chunk), off), np.split(y, off[1:-1]))
+    return splits, list(tag_ids)

@@ -130,14 +130,16 @@ def _positive_int(value, what: str) -> int:
 
 
 def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1, tol=None,
-        time_budget=None, X_val=None, y_val=None, verbose=False) -> SolverResult:
+        time_budget=None, X_val=None, y_val=None, evaluate=None, verbose=False) -> SolverResult:
     """Run ``rule`` on ``problem`` for at most ``n_passes`` passes.
 
     A pass is ``n`` steps in the order the rule's ``sampling`` asks for.  The objectives
     (and the validation loss on ``(X_val, y_val)``, decoded by the rule's
     surrogate) are recorded every ``eval_every`` passes and at the last one; training
     stops early when a recorded ``gap`` is ``<= tol`` or when the training time exceeds
-    ``time_budget`` seconds (that pass is then recorded).
+    ``time_budget`` seconds (that pass is then recorded).  ``evaluate(W)``, when given, returns
+    more measures of the weights (held-out objectives, F1 scores) for each record; it is not
+    timed as training.
     """
     n_passes = _positive_int(n_passes, "n_passes")
     eval_every = _positive_int(eval_every, "eval_every")
@@ -165,6 +167,8 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
         if val_map is not None:
             pred = rule.surrogate.predict(val_map.scores(rule.weights()))
             rec["val_loss"] = float(np.mean(space.loss(y_val, pred)))
+        if evaluate is not None:
+            rec.update(evaluate(rule.weights()))
         history.append(rec)
         if out_of_time or (tol is not None and "gap" in rec and rec["gap"] <= tol):
             break

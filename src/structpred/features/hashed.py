@@ -230,7 +230,7 @@ def window_splits(arrays, threshold: int = 2, fit_part: str = "train"):
     ``fit_part``.  Returns ``(splits: part -> (X, y), tag_names)``."""
     offsets = np.asarray(arrays["offsets"], dtype=np.int64)
     part = np.asarray(arrays["part"]).astype(str)
-    names = list(dict.fromkeys(part))
+    names = [str(p) for p in dict.fromkeys(part)]
     if fit_part not in names:
         raise StructpredError(f"no {fit_part!r} sentences to fit the vocabulary on (parts: {', '.join(names)})")
 
@@ -244,7 +244,7 @@ def window_splits(arrays, threshold: int = 2, fit_part: str = "train"):
 
     (words, pos, chunk, tags), _ = tokens(fit_part)
     vocabulary = WindowVocabulary(threshold).fit(words, pos, chunk)
-    tag_ids = {t: i for i, t in enumerate(dict.fromkeys(tags))}
+    tag_ids = {str(t): i for i, t in enumerate(dict.fromkeys(tags))}
     splits = {}
     for p in names:
         (words, pos, chunk, tags), off = tokens(p)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError, check_positive
+from structpred.solvers import _dense
 from structpred.solvers.driver import SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import Surrogate
@@ -46,11 +47,11 @@ class SGD(StepRule):
 
     def step(self, i: int) -> None:
         pb = self.problem
-        G = pb.lam * self.W
-        pb.fmap.add(i, G, self.surrogate.sample_grad(i, pb.fmap.score(i, self.W), pb.y[i]))
-        self.W -= self.eta0 / (1.0 + self.t / self.t0) * G
-        self.W_avg *= self.t / (self.t + 2.0)
-        self.W_avg += 2.0 / (self.t + 2.0) * self.W
+        g = self.surrogate.sample_grad(i, pb.fmap.score(i, self.W), pb.y[i])
+        eta = self.eta0 / (1.0 + self.t / self.t0)
+        _dense.scale(self.W, 1.0 - eta * pb.lam)
+        pb.fmap.add(i, self.W, -eta * np.asarray(g))
+        _dense.mix(self.W_avg, self.t / (self.t + 2.0), self.W, 2.0 / (self.t + 2.0))
         self.t += 1
         self.oracle_calls += 1
 

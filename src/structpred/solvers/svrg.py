@@ -3,7 +3,8 @@
 Both minimise ``F(W) = (1/n) sum_i f_i(W) + lam/2 ||W||^2`` with ``f_i = S(Psi_i^T W, y_i)`` for
 a (smoothed) surrogate.  One pass is one SVRG epoch: the full gradient at the epoch's anchor
 ``Z`` (not counted as oracle calls, as the paper), then ``n`` steps
-``W <- W - eta (grad f_i(W) - grad f_i(Z) + grad f(Z) + lam W [+ kappa (W - prox_centre)])``,
+``W <- W - eta (grad f_i(W) - grad f_i(Z) + grad f(Z) + lam W [+ kappa (W - prox_centre)])``
+(in place: a dense affine update and the oracles' sparse scatter),
 two oracle calls each; the epoch's result is the average of its inner iterates.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError, check_positive
+from structpred.solvers import _dense
 from structpred.solvers.driver import SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
 from structpred.solvers.sgd import reported
@@ -51,8 +53,10 @@ class SVRG(StepRule):
     def epoch_mu(self, epoch: int):
         return self.mu0
 
-    def prox_pull(self, W) -> np.ndarray | float:
-        return 0.0
+    def drift(self) -> np.ndarray:
+        """The constant part of the epoch's steps: the full gradient (minus ``kappa`` times the
+        prox centre for Casimir-SVRG)."""
+        return self.full
 
     def step_size(self) -> float:
         return self.lr
@@ -77,14 +81,16 @@ class SVRG(StepRule):
         self.full = self.data_gradient(self.Z)
         self.inner_sum = np.zeros_like(self.W)
         self.eta = self.step_size()
+        self.D = self.drift()
 
     def step(self, i: int) -> None:
+        # W <- W - eta (D + (lam + kappa) W + Psi_i (g_i(W) - g_i(Z))), in place
         pb, sur = self.problem, self.surrogate
-        G = self.full + pb.lam * self.W + self.prox_pull(self.W)
-        pb.fmap.add(i, G, sur.sample_grad(i, pb.fmap.score(i, self.W), pb.y[i]))
-        pb.fmap.add(i, G, -sur.sample_grad(i, pb.fmap.score(i, self.Z), pb.y[i]))
-        self.W -= self.eta * G
-        self.inner_sum += self.W
+        delta = (np.asarray(sur.sample_grad(i, pb.fmap.score(i, self.W), pb.y[i]))
+                 - np.asarray(sur.sample_grad(i, pb.fmap.score(i, self.Z), pb.y[i])))
+        _dense.affine(self.W, 1.0 - self.eta * (pb.lam + self.kappa), self.D, -self.eta)
+        pb.fmap.add(i, self.W, -self.eta * delta)
+        _dense.mix(self.inner_sum, 1.0, self.W, 1.0)
         self.oracle_calls += 2
 
     def end_epoch(self, epoch: int) -> None:
@@ -148,8 +154,8 @@ class CasimirSVRG(SVRG):
             return 1.0 / (self.L + self.problem.lam + self.kappa)
         return self.lr
 
-    def prox_pull(self, W):
-        return self.kappa * (W - self.prox_centre)
+    def drift(self):
+        return self.full - self.kappa * self.prox_centre
 
     def end_epoch(self, epoch: int) -> None:
         super().end_epoch(epoch)  # W_k: the average of the inner iterates

@@ -27,7 +27,7 @@ Columns:
 * ``C``: a plain C reference compiled at run time with ``cc -O3 -shared -fPIC``
   (baseline target: no ``-march=native``, no ``-ffast-math``) and called through ctypes
   once per sequence with precomputed raw pointers: Viterbi (same recursion and the same
-  tie-breaking as ours), log-domain forward-backward with a *full* log-sum-exp (max,
+  tie-breaking as ours), list Viterbi for the top K (the same merge of sorted lists), log-domain forward-backward with a *full* log-sum-exp (max,
   then ``exp`` of every term) giving unary and pairwise marginals, and a forward-only
   ``log Z``.  The C work arrays live on the stack (VLAs).
 * ``loop numba`` / ``loop C``: the same kernels run over ``n`` sequences inside compiled
@@ -50,8 +50,8 @@ host CPU, the C build the baseline x86-64 ISA):
 * our kernels allocate their work arrays (numpy) on every call, C uses the stack.
 
 Before timing, the C results are checked against ours on every sequence of the pool:
-the same Viterbi path and score, unary and pairwise marginals and ``log Z`` within
-1e-10.  Without a C compiler (``$CC``, ``cc``, ``gcc`` or ``clang`` on the PATH) the C
+the same Viterbi path and score, the same top-K lists, unary and pairwise marginals and
+``log Z`` within 1e-10.  ``--R 8 --T 15`` is a CoNLL-2003 NER sentence (Casimir).  Without a C compiler (``$CC``, ``cc``, ``gcc`` or ``clang`` on the PATH) the C
 columns are skipped with a message.  The machine load average is printed: the numbers
 are only comparable between runs on an otherwise idle machine.
 """
@@ -162,6 +162,66 @@ double sum_product(int T, int R, const double *U, const double *P, double *node,
     return logz;
 }
 
+/* The K best sequences (list Viterbi): each (t, b) keeps its K best prefixes, merged from the
+   predecessors' sorted lists (ties to the smaller predecessor, then the better rank, as ours).
+   Fills Y (K, T) and S (K); returns how many exist. */
+double top_k(int T, int R, int K, const double *U, const double *P, int64_t *Y, double *S)
+{
+    double sc[T][R][K];
+    int bl[T][R][K], br[T][R][K], head[R];
+    for (int b = 0; b < R; b++) {
+        for (int k = 0; k < K; k++) sc[0][b][k] = -INFINITY;
+        sc[0][b][0] = U[b];
+    }
+    for (int t = 1; t < T; t++) {
+        const double *Pt = P + (size_t)(t - 1) * R * R;
+        for (int b = 0; b < R; b++) {
+            for (int a = 0; a < R; a++) head[a] = 0;
+            for (int k = 0; k < K; k++) {
+                int best = -1;
+                double val = -INFINITY;
+                for (int a = 0; a < R; a++) {
+                    if (head[a] < K) {
+                        double c = sc[t - 1][a][head[a]] + Pt[a * R + b];
+                        if (best < 0 || c > val) { best = a; val = c; }
+                    }
+                }
+                sc[t][b][k] = val + U[t * R + b];
+                bl[t][b][k] = best;
+                br[t][b][k] = head[best]++;
+            }
+        }
+    }
+    for (int a = 0; a < R; a++) head[a] = 0;
+    int found = 0;
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        double val = -INFINITY;
+        for (int a = 0; a < R; a++)
+            if (head[a] < K && (best < 0 || sc[T - 1][a][head[a]] > val)) { best = a; val = sc[T - 1][a][head[a]]; }
+        if (val == -INFINITY) break;
+        int b = best, r = head[best]++;
+        S[k] = val;
+        for (int t = T - 1; t >= 0; t--) {
+            Y[k * T + t] = b;
+            if (t > 0) { int nb = bl[t][b][r]; r = br[t][b][r]; b = nb; }
+        }
+        found++;
+    }
+    return found;
+}
+
+double top_k_loop(long n, int pool, int T, int R, int K, const double *U, const double *P,
+                  int64_t *Y, double *S)
+{
+    double acc = 0.0;
+    for (long i = 0; i < n; i++) {
+        long j = i % pool;
+        acc += top_k(T, R, K, U + j * T * R, P + j * (T - 1) * R * R, Y, S);
+    }
+    return acc;
+}
+
 /* n calls over a pool of `pool` chains (call i uses chain i % pool), one ctypes call. */
 double viterbi_loop(long n, int pool, int T, int R, const double *U, const double *P, int64_t *out)
 {
@@ -244,6 +304,9 @@ class CRef:
         self.viterbi_loop = fn("viterbi_loop", [lng, i, i, i, vp, vp, vp])
         self.sum_product_loop = fn("sum_product_loop", [lng, i, i, i, vp, vp, vp, vp])
         self.log_partition_loop = fn("log_partition_loop", [lng, i, i, i, vp, vp])
+        self.top_k = fn("top_k", [i, i, i, f8, f8, i8, f8])
+        self.fast_top_k = fn("top_k", [i, i, i, vp, vp, vp, vp])
+        self.top_k_loop = fn("top_k_loop", [lng, i, i, i, i, vp, vp, vp, vp])
 
 
 # --- numba loops (compiled code only, as the C loops) -----------------------------------------
@@ -276,7 +339,15 @@ def make_numba_loops():
             acc += K.log_partition(U[j], P[j])
         return acc
 
-    return viterbi_loop, sum_product_loop, log_partition_loop
+    @njit(cache=False)
+    def top_k_loop(n, U, P, K_, Y, S):
+        acc = 0.0
+        for i in range(n):
+            j = i % U.shape[0]
+            acc += K.top_k_viterbi(U[j], P[j], K_, Y, S)
+        return acc
+
+    return viterbi_loop, sum_product_loop, log_partition_loop, top_k_loop
 
 
 # --- timing ----------------------------------------------------------------------------------
@@ -364,12 +435,14 @@ def main():
     sp.top_k(vs[0], None, KB)
     sp.bayes_decode(mus[0])
     sp.max_min(vs[0], n_iter=N_ITER)
-    nb_viterbi_loop, nb_sum_product_loop, nb_log_partition_loop = make_numba_loops()
+    nb_viterbi_loop, nb_sum_product_loop, nb_log_partition_loop, nb_top_k_loop = make_numba_loops()
     out = np.empty(T, dtype=np.int64)
     node, edge = np.empty((T, R)), np.empty((T - 1, R, R))
     nb_viterbi_loop(1, U, P, out)
     nb_sum_product_loop(1, U, P, node, edge)
     nb_log_partition_loop(1, U, P)
+    Yk, Sk = np.zeros((KB, T), dtype=np.int64), np.zeros(KB)
+    nb_top_k_loop(1, U, P, KB, Yk, Sk)
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"Chain R={R}, T={T}: {n_pool} N(0, 1) score vectors (seed {args.seed}), "
@@ -399,8 +472,16 @@ def main():
                 dmarg = max(dmarg, np.max(np.abs(mu[: T * R] - nc.ravel())), np.max(np.abs(mu[T * R:] - ec.ravel())))
                 lz = sp.log_partition(vs[k])
                 dlogz = max(dlogz, abs(lz_c - lz), abs(c.log_partition(T, R, U[k], P[k]) - lz))
-            ok = paths_equal and dscore <= 1e-10 and dmarg <= 1e-10 and dlogz <= 1e-10
+            topk_equal = True
+            Yc, Sc = np.zeros((KB, T), dtype=np.int64), np.zeros(KB)
+            for k in range(n_pool):
+                nc_found = int(c.top_k(T, R, KB, U[k], P[k], Yc, Sc))
+                Y_n, S_n = sp.top_k(vs[k], None, KB)
+                topk_equal &= (nc_found == len(S_n) and np.array_equal(Yc[:nc_found], Y_n)
+                               and bool(np.max(np.abs(Sc[:nc_found] - S_n)) <= 1e-10))
+            ok = paths_equal and topk_equal and dscore <= 1e-10 and dmarg <= 1e-10 and dlogz <= 1e-10
             print(f"check vs C on {n_pool} chains: Viterbi paths {'equal' if paths_equal else 'DIFFER'}, "
+                  f"top-{KB} lists {'equal' if topk_equal else 'DIFFER'}, "
                   f"max |score diff| {dscore:.1e}, max |marginal diff| {dmarg:.1e}, "
                   f"max |log Z diff| {dlogz:.1e} -> {'OK' if ok else 'MISMATCH'}")
             if not ok:
@@ -421,7 +502,6 @@ def main():
                              "kernel": per_call(lambda u, p: K.sum_product(u, p, node, edge, True), UP)}
         rows["log_partition"] = {"method": per_call(sp.log_partition, [(v,) for v in vs]),
                                  "kernel": per_call(K.log_partition, UP)}
-        Yk, Sk = np.zeros((KB, T), dtype=np.int64), np.zeros(KB)
         rows[f"top_k (K={KB})"] = {"method": per_call(lambda v: sp.top_k(v, None, KB), [(v,) for v in vs]),
                                    "kernel": per_call(lambda u, p: K.top_k_viterbi(u, p, KB, Yk, Sk), UP)}
         rows["bayes_decode"] = {"method": per_call(sp.bayes_decode, [(m,) for m in mus])}
@@ -449,6 +529,7 @@ def main():
         rows["decode"]["loop numba"] = lambda n: nb_viterbi_loop(n, U, P, out)
         rows["marginals"]["loop numba"] = lambda n: nb_sum_product_loop(n, U, P, node, edge)
         rows["log_partition"]["loop numba"] = lambda n: nb_log_partition_loop(n, U, P)
+        rows[f"top_k (K={KB})"]["loop numba"] = lambda n: nb_top_k_loop(n, U, P, KB, Yk, Sk)
         if c is not None:
             pU = [u.ctypes.data for u in U]
             pP = [p.ctypes.data for p in P]
@@ -460,6 +541,10 @@ def main():
             rows["decode"]["loop C"] = lambda n: c.viterbi_loop(n, n_pool, T, R, pU0, pP0, po)
             rows["marginals"]["loop C"] = lambda n: c.sum_product_loop(n, n_pool, T, R, pU0, pP0, pn, pe)
             rows["log_partition"]["loop C"] = lambda n: c.log_partition_loop(n, n_pool, T, R, pU0, pP0)
+            pY, pS = Yk.ctypes.data, Sk.ctypes.data
+            rows[f"top_k (K={KB})"]["C"] = per_call(lambda a, b: c.fast_top_k(T, R, KB, a, b, pY, pS),
+                                                    list(zip(pU, pP)))
+            rows[f"top_k (K={KB})"]["loop C"] = lambda n: c.top_k_loop(n, n_pool, T, R, KB, pU0, pP0, pY, pS)
 
         # --- measure and print --------------------------------------------------------------------
         cols = ["method", "kernel", "C", "kern/C", "loop numba", "loop C", "loop n/C"]

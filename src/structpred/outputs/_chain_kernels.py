@@ -43,18 +43,21 @@ def viterbi(U, P, out):
 
 
 @njit(cache=True)
-def _merge_top(lists, add, K, out_s, out_l, out_r):
-    """The ``K`` largest of ``lists[a, r] + add[a]`` (each row sorted decreasing) by a K-way
-    merge, ties to the smaller ``a`` then ``r`` (the order of a stable sort of the flattened
-    candidates); fills scores, rows and ranks."""
-    R = lists.shape[0]
-    head = np.zeros(R, dtype=np.int64)
+def _merge_top(sc, t, P, b, K, out_s, out_l, out_r, head):
+    """The ``K`` largest of ``sc[t, a, r] + P[t, a, b]`` (``b < 0``: no ``P`` term; each
+    ``sc[t, a]`` sorted decreasing) by a K-way merge, ties to the smaller ``a`` then ``r`` (the
+    order of a stable sort of the flattened candidates); fills scores, rows and ranks
+    (``head``: work array of length R)."""
+    R = sc.shape[1]
+    head[:] = 0
     for k in range(K):
         best = -1
         val = -np.inf
         for a in range(R):
             if head[a] < K:
-                c = lists[a, head[a]] + add[a]
+                c = sc[t, a, head[a]]
+                if b >= 0:
+                    c += P[t, a, b]
                 if best < 0 or c > val:
                     best = a
                     val = c
@@ -79,15 +82,16 @@ def top_k_viterbi(U, P, K, Y, S):
     br = np.zeros((T, R, K), dtype=np.int64)
     for b in range(R):
         sc[0, b, 0] = U[0, b]
+    head = np.empty(R, dtype=np.int64)
     for t in range(1, T):
         for b in range(R):
-            _merge_top(sc[t - 1], P[t - 1, :, b], K, sc[t, b], bl[t, b], br[t, b])
+            _merge_top(sc, t - 1, P, b, K, sc[t, b], bl[t, b], br[t, b], head)
             for r in range(K):
                 sc[t, b, r] += U[t, b]
     top_s = np.empty(K)
     top_l = np.empty(K, dtype=np.int64)
     top_r = np.empty(K, dtype=np.int64)
-    _merge_top(sc[T - 1], np.zeros(R), K, top_s, top_l, top_r)
+    _merge_top(sc, T - 1, P, -1, K, top_s, top_l, top_r, head)
     found = 0
     for r in range(K):
         if top_s[r] == NEG:

@@ -123,3 +123,21 @@ def test_window_splits_fit_on_train_and_encode_every_part():
         window_splits(arrays)
     with pytest.raises(StructpredError, match="no 'dev' sentences"):
         window_splits(arrays, fit_part="dev")
+
+
+def test_bcfw_trains_on_the_hashed_map_with_a_certified_gap():
+    """Casimir's BCFW baseline: the library's M3N on the same map and objective."""
+    from structpred.estimators import M3N
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 12, size=120)
+    words = rng.integers(1, 30, size=lengths.sum())
+    X = WindowTokens(np.c_[words, rng.integers(0, 5, words.size), rng.integers(0, 3, words.size)],
+                     np.r_[0, np.cumsum(lengths)])
+    y = np.split(words % 4, np.cumsum(lengths)[:-1])
+    model = M3N(loss=Chain(4, normalize=False, joint_map="hashed_window"), lam=1e-2, n_passes=10,
+                random_state=0).fit(X, y)
+    hist = model.history_
+    assert (hist["dual"] <= hist["primal"] + 1e-12).all()
+    assert hist["gap"].iloc[-1] < 0.2 * hist["gap"].iloc[0]
+    assert model.task_loss(X, y) == 0.0

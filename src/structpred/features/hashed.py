@@ -12,6 +12,7 @@ involve a tag (the reference's 11-14, out-of-sentence +-2 words, the previous ta
 add the same constant to every labelling and are left out: scores, losses' argmaxes and
 gradients do not change.
 
+The reference code's settings are summarised in ``docs/papers/casimir_reference_settings.md``.
 In the chain layout of :class:`structpred.outputs.Chain` the tag-``y`` templates (and the bigram
 ``(START, y)`` at t = 0) are the unaries ``U[t, y]``, the tag-``p`` templates and the bigram at
 t >= 1 the pairwise scores ``P[t-1, p, y]``.

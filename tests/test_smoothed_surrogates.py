@@ -127,3 +127,18 @@ def test_unnormalised_hamming_counts_wrong_tokens():
     assert Chain(8).loss(y, np.array([0, 1, 5, 5, 4])) == pytest.approx(0.4)
     # at w = 0 every token is wrong in the loss-augmented argmax: the hinge is the length
     assert Hinge(sp).value_grad([np.zeros(sp.dim(5))], [y])[0][0] == 5.0
+
+
+@pytest.mark.parametrize("K", [1, 3, 8, 50])
+def test_compiled_chain_path_equals_the_oracle_path(K):
+    """Chain.smoothed_top_k (one compiled call) against the generic top_k + embed + projection."""
+    rng = np.random.default_rng(K)
+    for space in (Chain(4, normalize=False), Chain(3, "absolute", "position")):
+        sur = TopKSmoothedHinge(space, mu=0.7, K=K)
+        for T in (1, 2, 5):
+            v = 2 * rng.normal(size=space.dim(T))
+            y = rng.integers(0, space.R, size=T)
+            value, grad = space.smoothed_top_k(v, y, K, 0.7)
+            ref_value, ref_grad = sur._one_from_oracles(v, y)
+            assert abs(value - ref_value) < 1e-10
+            np.testing.assert_allclose(grad, ref_grad, atol=1e-12)

@@ -517,3 +517,45 @@ def weighted_embedding(Y, w, R, out):
             out[t * R + Y[k, t]] += w[k]
             if t + 1 < T:
                 out[T * R + t * R * R + Y[k, t] * R + Y[k, t + 1]] += w[k]
+
+
+@njit(cache=True)
+def smoothed_top_k(U, P, y, A, K, mu, grad, Y, S):
+    """Top-K l2-smoothed hinge of one chain (Casimir §4.2) in one compiled call.
+
+    ``A (T, R)``: the loss scores ``w_t C[y_t, :]`` added to the unaries; the K best
+    loss-augmented sequences ``Y`` with scores ``S`` (decreasing), ``u = proj_simplex(S / mu)``;
+    writes ``grad = sum_k u_k phi(Y_k) - phi(y)`` and returns
+    ``u.S - mu/2 ||u||^2 - <phi(y), v>``.
+    """
+    T, R = U.shape
+    found = top_k_viterbi(U + A, P, K, Y, S)
+    # projection of the sorted S / mu onto the simplex
+    csum = 0.0
+    theta = 0.0
+    for k in range(found):
+        csum += S[k] / mu
+        t = (csum - 1.0) / (k + 1)
+        if S[k] / mu - t > 0:
+            theta = t
+    value = 0.0
+    sq = 0.0
+    grad[:] = 0.0
+    for k in range(found):
+        uk = S[k] / mu - theta
+        if uk <= 0:
+            continue
+        value += uk * S[k]
+        sq += uk * uk
+        for t in range(T):
+            grad[t * R + Y[k, t]] += uk
+            if t + 1 < T:
+                grad[T * R + t * R * R + Y[k, t] * R + Y[k, t + 1]] += uk
+    value -= 0.5 * mu * sq
+    for t in range(T):
+        grad[t * R + y[t]] -= 1.0
+        value -= U[t, y[t]]
+        if t + 1 < T:
+            grad[T * R + t * R * R + y[t] * R + y[t + 1]] -= 1.0
+            value -= P[t, y[t], y[t + 1]]
+    return value

@@ -337,6 +337,20 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             return self._map(one, v, [None] * len(v) if y is None else y)
         return one(v, y)
 
+    def smoothed_top_k(self, v, y, K: int, mu: float):
+        """``(value, gradient)`` of the top-K l2-smoothed hinge of one chain in one compiled call
+        (the fast path of :class:`structpred.surrogates.TopKSmoothedHinge`)."""
+        U, P = self._scores(v)
+        y = self.check_labels(y)
+        if y.shape[0] != U.shape[0]:
+            raise StructpredError(f"score of length {U.shape[0]} but labels of length {y.shape[0]}")
+        A = self.position_weights(U.shape[0])[:, None] * self.node_loss[y]
+        grad = np.empty(self.dim(U.shape[0]))
+        Y = np.zeros((K, U.shape[0]), dtype=np.int64)
+        S = np.zeros(K)
+        value = K_.smoothed_top_k(U, P, y, A, int(K), float(mu), grad, Y, S)
+        return value, grad
+
     def marginals(self, v):
         """Sum-product: ``[unary (T, R) | pairwise (T-1, R, R)]`` marginals of ``p ∝ exp <phi, v>``."""
         def one(s):

@@ -62,7 +62,14 @@ class TopKSmoothedHinge(_SmoothedHinge):
         return f"TopKSmoothedHinge({self.space!r}, mu={self.mu:g}, K={self.K})"
 
     def _one(self, v, y):
-        """Value and gradient of one sample."""
+        """Value and gradient of one sample (a space's compiled ``smoothed_top_k`` when it has one)."""
+        fast = getattr(self.space, "smoothed_top_k", None)
+        if fast is not None:
+            return fast(v, y, self.K, check_positive(self.mu, "mu"))
+        return self._one_from_oracles(v, y)
+
+    def _one_from_oracles(self, v, y):
+        """Value and gradient from the public oracles: ``top_k``, ``embed``, ``mean_embedding``."""
         Y, s = self.space.top_k(v, y, self.K)
         u = simplex_projection(s / check_positive(self.mu, "mu"))
         phi_y = self.space.embed(y)

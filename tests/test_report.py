@@ -47,6 +47,33 @@ def test_aggregate_uses_selected_lambda_and_sample_std(refs):
     assert "seconds" not in set(table["metric"])  # timings would break byte-identical tables
 
 
+def test_an_experiment_may_key_its_table_on_its_own_columns(tmp_path):
+    """Casimir's table: figure, c, method, variant per row, counted over seeds; its own result
+    columns survive make_rows and its references are keyed the same way."""
+    key = ("figure", "c", "method", "variant", "metric")
+    rows = [dict(experiment="casimir_ner", task="ner", dataset="conll2003", method=m, split=seed,
+                 selected=True, metric="train_objective", value=v + seed, figure="fig2", c=c,
+                 variant=variant)
+            for m, c, variant, v in [("SGD", 1, "", 1.0), ("Casimir-SVRG-adapt", 1, "mu0=2", 0.5)]
+            for seed in range(3)]
+    results = make_rows(rows)
+    assert list(results.columns[-3:]) == ["figure", "c", "variant"]
+    path = tmp_path / "refs.yaml"
+    path.write_text("casimir_ner:\n  - {figure: fig2, c: 1, method: SGD, variant: '', metric: train_objective,"
+                    " value: 1.9}\n")
+    refs = load_references(path, "casimir_ner", key)
+    table = aggregate(results, refs, key, "n_seeds")
+    assert list(table.columns) == [*key, "mean", "std", "n_seeds", "reference"]
+    sgd = table[table["method"] == "SGD"].iloc[0]
+    assert (sgd["mean"], sgd["n_seeds"], sgd["reference"]) == (2.0, 3, 1.9)
+    with pytest.raises(Exception, match="lacks"):
+        load_references(path, "casimir_ner", ("figure", "seed", "method", "metric"))
+    # through the files: the empty variant (read back as NaN) still keys its row
+    write_csv(results, tmp_path / "r.csv")
+    back = aggregate(read_results([tmp_path / "r.csv"]), refs, key, "n_seeds")
+    assert len(back) == 2 and back["mean"].tolist() == [2.0, 1.5] and back["reference"].iloc[0] == 1.9
+
+
 def test_aggregate_files_roundtrip_is_byte_identical(tmp_path, refs):
     paths = []
     for method, vals in [("M3N", [0.1, 0.2, 0.3]), ("M4N", [0.05, 0.1, 0.25])]:

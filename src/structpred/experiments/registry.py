@@ -32,6 +32,11 @@ class Experiment:
     has_selection = False
     #: tasks whose losses the report prints in percent
     percent_tasks: frozenset = frozenset()
+    #: the columns that identify a row of the tidy table (and of the references); an
+    #: experiment may add its own result columns to it (Casimir: figure, c, variant)
+    key: tuple = ("task", "dataset", "method", "metric")
+    #: the name of the table's column counting the aggregated runs (splits, seeds)
+    count: str = "n_splits"
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError

@@ -24,12 +24,13 @@ def select_first_min(values) -> int:
 
 
 def make_rows(records: list[dict]) -> pd.DataFrame:
-    """DataFrame with exactly :data:`COLUMNS` (missing optional fields empty)."""
+    """DataFrame with :data:`COLUMNS` (missing optional fields empty), then any columns of an
+    experiment's own key (``Experiment.key``) in the order the records give them."""
     frame = pd.DataFrame.from_records(records)
     for col in COLUMNS:
         if col not in frame:
             frame[col] = pd.NA
-    return frame[COLUMNS]
+    return frame[COLUMNS + [c for c in frame.columns if c not in COLUMNS]]
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:

@@ -1,4 +1,5 @@
-"""Per-split result files -> the tidy table ``task,dataset,method,metric,mean,std,n_splits,reference``.
+"""Per-split result files -> the tidy table ``task,dataset,method,metric,mean,std,n_splits,reference``
+(an experiment may name another key and count column: ``Experiment.key``, ``Experiment.count``).
 
 Only the rows of the selected lambda enter the table. Timing metrics are left out so that
 the same config and seed give byte-identical tables; the HTML report shows run times.
@@ -18,7 +19,6 @@ from structpred.report.references import KEY, load_references
 
 log = logging.getLogger(__name__)
 
-TABLE_COLUMNS = KEY + ["mean", "std", "n_splits", "reference"]
 TIMING_METRICS = {"seconds"}
 
 
@@ -27,26 +27,30 @@ def _selected(results: pd.DataFrame) -> pd.DataFrame:
     return results[chosen & ~results["metric"].isin(TIMING_METRICS)]
 
 
-def aggregate(results: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
-    """Mean and sample std (ddof=1; 0 for one split) over splits, with the paper's number beside."""
-    sel = _selected(results)
-    grouped = sel.groupby(KEY, sort=False)
+def aggregate(results: pd.DataFrame, references: pd.DataFrame, key=KEY, count: str = "n_splits") -> pd.DataFrame:
+    """Mean and sample std (ddof=1; 0 for one run) over splits (or seeds), per row of ``key``,
+    with the paper's number beside."""
+    key = list(key)
+    # an empty key field (Casimir's variant of a plain run) reads back from CSV as NaN: the same
+    sel = _selected(results).replace({k: {"": np.nan} for k in key})
+    references = references.replace({k: {"": np.nan} for k in key})
+    grouped = sel.groupby(key, sort=False, dropna=False)
     table = grouped["value"].agg(
         mean="mean",
         std=lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-        n_splits="count",
+        **{count: "count"},
     ).reset_index()
     own_ref = grouped["reference"].first().reset_index()  # e.g. the paper's (d, n, k) in the audit
-    table = table.merge(own_ref, on=KEY, how="left")
+    table = table.merge(own_ref, on=key, how="left")
     if not references.empty:
-        table = table.merge(references, on=KEY, how="left", suffixes=("", "_paper"))
+        table = table.merge(references, on=key, how="left", suffixes=("", "_paper"))
         table["reference"] = table["reference_paper"].combine_first(table["reference"])
         table = table.drop(columns="reference_paper")
     extra = []
     if sel["detail"].notna().any():
-        table = table.merge(grouped["detail"].first().reset_index(), on=KEY, how="left")
+        table = table.merge(grouped["detail"].first().reset_index(), on=key, how="left")
         extra = ["detail"]
-    return table[TABLE_COLUMNS + extra]
+    return table[key + ["mean", "std", count, "reference"] + extra]
 
 
 def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd.DataFrame:
@@ -56,8 +60,9 @@ def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd
     """
     results = read_results(result_paths)
     experiment = str(results["experiment"].iloc[0]) if len(results) else Path(table_path).stem
-    table = aggregate(results, load_references(references_path, experiment))
+    spec = get(experiment)
+    table = aggregate(results, load_references(references_path, experiment, spec.key), spec.key, spec.count)
     write_csv(table, table_path)
-    write_csv(get(experiment).tests(_selected(results)), tests_path)
+    write_csv(spec.tests(_selected(results)), tests_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))
     return table

@@ -7,15 +7,6 @@ from numba import njit
 
 
 @njit(cache=True)
-def affine(W, rho, D, c):
-    """``W <- rho W + c D`` (``D`` of W's shape)."""
-    W = W.ravel()
-    D = D.ravel()
-    for j in range(W.size):
-        W[j] = rho * W[j] + c * D[j]
-
-
-@njit(cache=True)
 def scale(W, rho):
     """``W <- rho W``."""
     W = W.ravel()

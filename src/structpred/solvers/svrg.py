@@ -88,7 +88,7 @@ class SVRG(StepRule):
         pb, sur = self.problem, self.surrogate
         delta = (np.asarray(sur.sample_grad(i, pb.fmap.score(i, self.W), pb.y[i]))
                  - np.asarray(sur.sample_grad(i, pb.fmap.score(i, self.Z), pb.y[i])))
-        _dense.affine(self.W, 1.0 - self.eta * (pb.lam + self.kappa), self.D, -self.eta)
+        _dense.mix(self.W, 1.0 - self.eta * (pb.lam + self.kappa), self.D, -self.eta)
         pb.fmap.add(i, self.W, -self.eta * delta)
         _dense.mix(self.inner_sum, 1.0, self.W, 1.0)
         self.oracle_calls += 2

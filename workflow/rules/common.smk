@@ -23,6 +23,19 @@ def result_files(experiment):
     return [f"results/{experiment}/{d}/{m}/split{s}.csv" for d, m, s in experiment_jobs(experiment)]
 
 
+def history_files(experiment):
+    return [f"results/{experiment}/{d}/{m}/split{s}.history.csv" for d, m, s in experiment_jobs(experiment)]
+
+
+def curve_figures(experiment):
+    """The curve figures of an experiment (its registry hook; none for most)."""
+    return [f"{REPORT_DIR}/figures/{experiment}/{p}.png" for p in get(experiment).curve_panels(config)]
+
+
+def curve_tables():
+    return [f"{REPORT_DIR}/tables/{e}_curves.csv" for e in config["experiments"] if get(e).curve_panels(config)]
+
+
 def view_stamp(view):
     return f"{RAW_DIR}/{VIEWS[view].source}/.verified"
 

@@ -5,7 +5,13 @@
 localrules:
     aggregate,
     figures,
+    curve_table,
+    curve_figure,
     html_report,
+
+
+wildcard_constraints:
+    experiment="|".join(config["experiments"]),
 
 
 rule aggregate:
@@ -47,11 +53,48 @@ rule figures:
         "../scripts/figures.py"
 
 
+rule curve_table:
+    input:
+        lambda wc: history_files(wc.experiment),
+    output:
+        report(f"{REPORT_DIR}/tables/{{experiment}}_curves.csv",
+               caption="../report/table.rst", category="Tables"),
+    log:
+        "logs/curves/{experiment}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        ENV
+    script:
+        "../scripts/curve_table.py"
+
+
+rule curve_figure:
+    input:
+        rules.curve_table.output,
+    output:
+        report(f"{REPORT_DIR}/figures/{{experiment}}/{{panel}}.png",
+               caption="../report/figure.rst", category="Figures"),
+    log:
+        "logs/curves/{experiment}_{panel}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        ENV
+    script:
+        "../scripts/curve_figure.py"
+
+
 rule html_report:
     input:
         tables=expand(f"{REPORT_DIR}/tables/{{experiment}}.csv", experiment=config["experiments"]),
         tests=expand(f"{REPORT_DIR}/tables/{{experiment}}_tests.csv", experiment=config["experiments"]),
         figures=expand(f"{REPORT_DIR}/figures/{{experiment}}.png", experiment=config["experiments"]),
+        curves=lambda wc: [f for e in config["experiments"] for f in curve_figures(e)] + curve_tables(),
         results=lambda wc: [f for e in config["experiments"] for f in result_files(e)],
         stamps=lambda wc: sorted({view_stamp(v) for v in job_views()}),
     output:

@@ -5,4 +5,5 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     write_index(snakemake.output[0], config=snakemake.params.config,  # noqa: F821
                 tables=snakemake.input.tables, tests=snakemake.input.tests,  # noqa: F821
                 figures=snakemake.input.figures, stamps=snakemake.input.stamps,  # noqa: F821
-                results=snakemake.input.results, references=snakemake.params.references)  # noqa: F821
+                results=snakemake.input.results, curves=snakemake.input.curves,  # noqa: F821
+                references=snakemake.params.references)  # noqa: F821

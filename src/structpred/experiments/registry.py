@@ -5,9 +5,9 @@ An experiment declares its jobs (``(dataset, method, split)`` triples from the c
 settings one job depends on, the inputs a job needs (as kinds the workflow resolves to its
 files: ``features`` = a split's feature file, ``view`` = a parsed dataset, ``stamp`` = the
 verified raw files of that view, ``selection`` = the result of its model-selection stage), its
-run function (tidy rows out), an optional model-selection stage run once per
+run function (tidy rows and a history out), an optional model-selection stage run once per
 ``(dataset, method)`` before the splits, and its report hooks (title, HTML table, figure,
-test table).  A new paper table is one module that registers its experiment, plus its
+test table, and optionally curve figures drawn from the histories).  A new paper table is one module that registers its experiment, plus its
 config block, schema and references.
 """
 
@@ -75,6 +75,19 @@ class Experiment:
 
     def tests(self, selected: pd.DataFrame) -> pd.DataFrame:
         """The test table from the selected rows of every split."""
+        raise NotImplementedError
+
+    # --- per-epoch curves (experiments whose figures are training curves, e.g. Casimir) ---
+    def curve_panels(self, config: dict) -> list[str]:
+        """Names of the curve figures drawn from the jobs' histories (none by default)."""
+        return []
+
+    def curve_table(self, histories: pd.DataFrame) -> pd.DataFrame:
+        """The per-epoch curve table (mean and spread over runs) from every job's history."""
+        raise NotImplementedError
+
+    def curve_figure(self, panel: str, curves: pd.DataFrame, path) -> None:
+        """Draw the curve figure ``panel`` from the curve table."""
         raise NotImplementedError
 
 

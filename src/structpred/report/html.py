@@ -71,8 +71,9 @@ def _compute_time(result_paths) -> str:
 
 
 def write_index(path, *, config: dict, tables, tests, figures, stamps, references,
-                results=()) -> None:
-    """Write the HTML report linking every table and figure, with provenance."""
+                results=(), curves=()) -> None:
+    """Write the HTML report linking every table and figure, with provenance (``curves``: the
+    curve tables ``tables/<experiment>_curves.csv`` and figures ``figures/<experiment>/*.png``)."""
     root = Path(path).parent
     rel = lambda p: html.escape(os.path.relpath(p, root))  # noqa: E731
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>structpred report</title>"
@@ -85,6 +86,11 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         parts.append(f"<p>{_compute_time(results)}.</p>")
     figure_of = {Path(f).stem: f for f in figures}
     tests_of = {Path(t).stem.removesuffix("_tests"): t for t in tests}
+    curve_tables = {Path(c).stem.removesuffix("_curves"): c for c in curves if str(c).endswith("_curves.csv")}
+    curve_figures = {}
+    for c in curves:
+        if str(c).endswith(".png"):
+            curve_figures.setdefault(Path(c).parent.name, []).append(c)
     parts.append("<ul>" + "".join(f"<li><a href='#{Path(t).stem}'>{html.escape(get(Path(t).stem).title)}</a></li>"
                                   for t in tables) + "</ul>")
     for table_path in tables:
@@ -107,6 +113,12 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         if name in figure_of:
             parts.append(f"<p><a href='{rel(figure_of[name])}'><img src='{rel(figure_of[name])}' "
                          f"alt='figure of {name}'></a></p>")
+        if name in curve_tables:
+            parts.append(f"<p>Per-epoch curves (mean, std over seeds): "
+                         f"<a href='{rel(curve_tables[name])}'>{rel(curve_tables[name])}</a></p>")
+        for fig_path in curve_figures.get(name, []):
+            parts.append(f"<h3>{html.escape(Path(fig_path).stem)}</h3><p><a href='{rel(fig_path)}'>"
+                         f"<img src='{rel(fig_path)}' alt='{html.escape(Path(fig_path).stem)} of {name}'></a></p>")
     checksums = provenance.raw_checksums(stamps)
     parts.append("<h2>Provenance</h2><p>Package versions:</p><pre>"
                  + html.escape(json.dumps(provenance.versions(), indent=1)) + "</pre>"

@@ -1,0 +1,276 @@
+"""Casimir (Pillutla et al., NeurIPS 2018) §7.1: CoNLL-2003 NER, Figures 2 and 5a-d.
+
+The convex structural SVM ``F(w) = (1/n) sum_i max_y [Delta_H(y, y_i) + <w, Phi(x_i, y) -
+Phi(x_i, y_i)>] + lam/2 ||w||^2`` with ``lam = c / n`` on the reference code's hashed window
+features (:mod:`structpred.features.hashed`), the unnormalised Hamming loss and the file's IOB1
+tags, trained by SGD, BCFW, SVRG, Casimir-SVRG-const and Casimir-SVRG-adapt with the reference
+code's hyper-parameters (``docs/papers/casimir_reference_settings.md``).
+
+One job = one (figure, c, method, variant, seed): the figure and ``c`` are the job's
+``dataset`` (``fig2_c0.1``), the method and the swept setting its ``method``
+(``Casimir-SVRG-const_mu=8``), the seed (the sample order) its ``split``.  Every epoch records
+the oracle calls / n (an SVRG-type step makes two calls, full gradients are not counted), the
+train objective (non-smooth), the held-out objectives (with the train regulariser, as the
+reference) and F1 scores on testa and testb; the first record is ``w = 0``, where the train
+objective is the mean training sentence length.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+
+from structpred.errors import ConfigError
+from structpred.experiments.registry import Experiment, register
+
+log = logging.getLogger(__name__)
+
+METHODS = ("SGD", "BCFW", "SVRG", "Casimir-SVRG-const", "Casimir-SVRG-adapt")
+#: what a figure may sweep: config key of the method's settings -> how a value reads
+SWEEPS = ("mu", "K", "warm_start", "smoothing")
+HELD_OUT = ("testa", "testb")
+#: per-epoch measures of a run, in the order the curve table gives them
+MEASURES = ("train_objective", "testa_objective", "testa_token_f1", "testa_entity_f1",
+            "testb_objective", "testb_token_f1", "testb_entity_f1")
+#: the metrics of the table: the values at the end of the budget
+TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "testa_token_f1", "testb_token_f1",
+                 "testb_entity_f1", "initial_train_objective")
+
+
+def c_label(c) -> str:
+    """``1``, ``0.1``, ``0.01``: how ``c`` reads in job names and tables."""
+    return f"{float(c):g}"
+
+
+def dataset_name(figure: str, c) -> str:
+    return f"{figure}_c{c_label(c)}"
+
+
+def parse_dataset(name: str) -> tuple[str, float]:
+    figure, sep, c = name.partition("_c")
+    try:
+        return figure, float(c)
+    except ValueError:
+        raise ConfigError(f"not a casimir_ner job name: {name!r} (expected e.g. 'fig2_c0.1')") from None
+
+
+def method_name(method: str, variant: str) -> str:
+    return f"{method}_{variant}" if variant else method
+
+
+def parse_method(name: str) -> tuple[str, str]:
+    method, _, variant = name.partition("_")
+    if method not in METHODS:
+        raise ConfigError(f"unknown casimir_ner method {method!r}; known: {', '.join(METHODS)}")
+    return method, variant
+
+
+def figure_runs(spec: dict) -> list[tuple[str, str]]:
+    """``(method, variant)`` of a figure: its ``methods`` (no variant) or, for a sweep, each
+    method with each swept value (variant ``"<setting>=<value>"``)."""
+    if "sweep" not in spec:
+        return [(m, "") for m in spec["methods"]]
+    return [(m, f"{spec['sweep']}={v}") for m, values in spec["runs"].items() for v in values]
+
+
+def run_settings(section: dict, figure: str, c: float, method: str, variant: str) -> dict:
+    """The hyper-parameters of one run: the method's, the figure's overrides for it, then the
+    swept value; the SGD step ``eta0`` may depend on ``c`` (a mapping ``c -> eta0``)."""
+    spec = section["figures"].get(figure)
+    if spec is None:
+        raise ConfigError(f"casimir_ner has no figure {figure!r}; configured: {', '.join(section['figures'])}")
+    hp = dict(section["methods"][method])
+    hp.update(spec.get("settings", {}).get(method, {}))
+    if variant:
+        key, _, value = variant.partition("=")
+        if key not in SWEEPS:
+            raise ConfigError(f"unknown casimir_ner sweep {key!r}; known: {', '.join(SWEEPS)}")
+        hp[key] = yaml_value(value)
+    if isinstance(hp.get("eta0"), dict):
+        by_c = {c_label(k): v for k, v in hp["eta0"].items()}
+        if c_label(c) not in by_c:
+            raise ConfigError(f"casimir_ner {method}: no eta0 for c = {c_label(c)}")
+        hp["eta0"] = by_c[c_label(c)]
+    return hp
+
+
+def yaml_value(text: str):
+    """A swept value back from its job name (``8`` -> 8, ``prox-centre`` stays text)."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def make_rule(method: str, hp: dict, space):
+    """The step rule and surrogate of ``method`` with hyper-parameters ``hp``: SGD and BCFW on
+    the hinge; SVRG and Casimir-SVRG on the top-K l2-smoothed hinge (``smoothing: nonsmooth``:
+    on the hinge itself, Fig. 5b)."""
+    from structpred.solvers import BCFW, SGD, SVRG, CasimirSVRG
+    from structpred.surrogates import Hinge, TopKSmoothedHinge
+
+    if method == "SGD":
+        return SGD(Hinge(space), eta0=hp["eta0"], t0=hp["t0"])
+    if method == "BCFW":
+        return BCFW(Hinge(space), averaging=True)
+    smooth = hp.get("smoothing", "smooth") != "nonsmooth"
+    surrogate = TopKSmoothedHinge(space, mu=hp["mu"], K=hp["K"]) if smooth else Hinge(space)
+    mu = hp["mu"] if smooth else None
+    if method == "SVRG":
+        return SVRG(surrogate, lr=hp["lr"], mu=mu)
+    return CasimirSVRG(surrogate, mu0=mu, L=hp.get("L"), lr=hp.get("lr", 0.02),
+                       mu_schedule=hp["mu_schedule"] if smooth else "const", warm_start=hp["warm_start"])
+
+
+class HeldOut:
+    """The per-epoch evaluation: held-out objectives (hinge + the train regulariser) and the
+    token and entity F1 of Viterbi decoding on testa and testb."""
+
+    def __init__(self, problem, parts: dict, tag_names):
+        from structpred.solvers.problem import check_problem
+        from structpred.surrogates import Hinge
+
+        self.hinge = Hinge(problem.space)
+        self.problems = {p: check_problem(problem.space, X, y, problem.lam, like=problem.fmap)
+                         for p, (X, y) in parts.items()}
+        self.tag_names = list(tag_names)
+        self.labels = [i for i, t in enumerate(self.tag_names) if t != "O"]
+
+    def __call__(self, W) -> dict:
+        from structpred.metrics import entity_f1, token_f1
+
+        out = {}
+        for part, pb in self.problems.items():
+            V = pb.fmap.scores(W)
+            val, _ = self.hinge.value_grad(V, pb.y)
+            pred = self.hinge.predict(V)
+            out[f"{part}_objective"] = float(np.mean(val)) + pb.regulariser(W)
+            out[f"{part}_token_f1"] = token_f1(pb.y, pred, self.labels)
+            out[f"{part}_entity_f1"] = entity_f1(pb.y, pred, self.tag_names)
+        return out
+
+
+def load_parts(view_path, threshold: int, subsample: dict | None):
+    """``(parts: name -> (X, y), tag names)`` of the NER view, each part cut to its first
+    ``subsample[name]`` sentences when asked (smoke runs)."""
+    from structpred.data.store import load
+    from structpred.features.hashed import WindowTokens, window_splits
+
+    arrays, _ = load(view_path)
+    parts, tags = window_splits(arrays, threshold=threshold)
+    for name, m in (subsample or {}).items():
+        if name not in parts:
+            raise ConfigError(f"casimir_ner subsample names an unknown part {name!r}; parts: {', '.join(parts)}")
+        X, y = parts[name]
+        m = min(int(m), X.n)
+        off = X.offsets[: m + 1]
+        parts[name] = (WindowTokens(X.tokens[: off[-1]], off), y[:m])
+    return parts, tags
+
+
+def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_every: int = 1):
+    """One run: ``(history records, seconds of training)``; record 0 is ``w = 0``."""
+    from structpred.outputs import Chain
+    from structpred.solvers.driver import run
+    from structpred.solvers.problem import check_problem
+    from structpred.surrogates import Hinge
+
+    X, y = parts["train"]
+    space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
+    problem = check_problem(space, X, y, c / X.n)
+    held_out = HeldOut(problem, {p: parts[p] for p in HELD_OUT}, tags)
+    rule = make_rule(method, hp, space)
+    W0 = np.zeros(problem.fmap.weight_shape)
+    first = {"pass": 0, "primal": problem.primal(Hinge(space), W0), "oracle_calls": 0, "seconds": 0.0,
+             **held_out(W0)}
+    start = time.perf_counter()
+    res = run(rule, problem, n_passes=hp["n_passes"], random_state=seed_rng, eval_every=eval_every,
+              evaluate=held_out)
+    log.info("%s c=%s %s: %.1f s", method, c_label(c), hp, time.perf_counter() - start)
+    records = [first] + res.history
+    for rec in records:
+        rec["train_objective"] = rec.pop("primal")
+        rec["oracle_calls_per_n"] = rec.pop("oracle_calls") / problem.n
+    return records
+
+
+@register
+class NerFigures(Experiment):
+    """Casimir Figures 2 and 5a-d: one job per (figure, c, method, variant, seed)."""
+
+    name = "casimir_ner"
+    title = "Casimir (NeurIPS 2018) Figures 2 and 5: CoNLL-2003 NER, values at the end of each budget"
+    needs = ("view",)
+    key = ("figure", "c", "method", "variant", "metric")
+    count = "n_seeds"
+
+    def jobs(self, config):
+        s = config[self.name]
+        unknown = [f for f in s["run"] if f not in s["figures"]]
+        if unknown:
+            raise ConfigError(f"casimir_ner runs unknown figures {unknown}; configured: {', '.join(s['figures'])}")
+        return [(dataset_name(fig, c), method_name(m, v), k)
+                for fig in s["run"] for spec in [s["figures"][fig]] for c in spec["c"]
+                for m, v in figure_runs(spec) for k in range(spec["n_seeds"])]
+
+    def view(self, config, dataset):
+        return config[self.name]["view"]
+
+    def settings(self, config, dataset, method):
+        s = config[self.name]
+        figure, c = parse_dataset(dataset)
+        m, variant = parse_method(method)
+        return {"figure": figure, "c": c, "method": m, "variant": variant,
+                "hyper": run_settings(s, figure, c, m, variant), "word_threshold": s["word_threshold"],
+                "eval_every": s["eval_every"], "subsample": s.get("subsample")}
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+        from structpred.experiments.seeding import rng_for
+
+        parts, tags = load_parts(inputs["view"], settings["word_threshold"], settings["subsample"])
+        s = settings
+        start = time.perf_counter()
+        records = train_run(parts, tags, method=s["method"], hp=s["hyper"], c=s["c"],
+                            seed_rng=rng_for(seed, self.name, split), eval_every=s["eval_every"])
+        seconds = time.perf_counter() - start
+        ident = {"figure": s["figure"], "c": s["c"], "method": s["method"], "variant": s["variant"]}
+        history = pd.DataFrame.from_records([{**ident, "seed": split, **rec} for rec in records])
+        last = records[-1]
+        values = {m: last[m] for m in TABLE_METRICS if m in last}
+        values["initial_train_objective"] = records[0]["train_objective"]
+        values["seconds"] = seconds
+        rows = [{"experiment": self.name, "task": "ner", "dataset": dataset, **ident, "split": split,
+                 "lam": s["c"] / parts["train"][0].n, "selected": True, "metric": m, "value": v}
+                for m, v in values.items()]
+        return rows, history
+
+    def render(self, table, tests):
+        from structpred.experiments.casimir_report import render_table
+
+        return render_table(table)
+
+    def figure(self, table, path):
+        from structpred.experiments.casimir_report import summary_figure
+
+        summary_figure(table, path)
+
+    def tests(self, selected):
+        return pd.DataFrame()
+
+    def curve_panels(self, config):
+        return list(config[self.name]["run"])
+
+    def curve_table(self, histories):
+        from structpred.experiments.casimir_report import curve_table
+
+        return curve_table(histories)
+
+    def curve_figure(self, panel, curves, path):
+        from structpred.experiments.casimir_report import curve_figure
+
+        curve_figure(panel, curves, path)

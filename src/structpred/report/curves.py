@@ -1,0 +1,29 @@
+"""Training curves of the report: every job's per-epoch history -> one curve table per
+experiment (its ``curve_table`` hook), and each of its curve figures drawn from that table."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from structpred.experiments.registry import get
+from structpred.experiments.results import write_csv
+
+log = logging.getLogger(__name__)
+
+
+def write_curve_table(experiment: str, history_paths, path) -> pd.DataFrame:
+    """Concatenate the histories (empty files skipped) and write the experiment's curve table."""
+    frames = [pd.read_csv(p) for p in history_paths]
+    frames = [f for f in frames if len(f)]
+    histories = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    table = get(experiment).curve_table(histories)
+    write_csv(table, path)
+    log.info("%s: %d curve rows from %d histories", experiment, len(table), len(frames))
+    return table
+
+
+def write_curve_figure(experiment: str, panel: str, curves_path, path) -> None:
+    get(experiment).curve_figure(panel, pd.read_csv(curves_path), path)
+    log.info("wrote %s", path)

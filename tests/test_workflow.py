@@ -23,9 +23,12 @@ def test_paper_config_drysnakemake(workdir):
     n_table2 = 2 * 8 * 14
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
-    # one generic job rule: the audit (24 views), the M4N tables and AGM's 4 x 20 splits
-    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20
+    # Casimir: Fig. 2 (3 c x 5 methods x 10 seeds) and Fig. 5a-d (3 seeds each)
+    n_casimir = 3 * 5 * 10 + 3 * (2 * 6 + 1 * 4 + 2 * 6 + 1 * 6)
+    # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits, Casimir's runs
+    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + n_casimir
     assert counts["select_model"] == 4  # AGM's cross-validation, once per method
+    assert counts["curve_table"] == 1 and counts["curve_figure"] == 5  # Casimir's Fig. 2, 5a-d
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -56,7 +59,9 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert index.is_file()
     html = index.read_text()
     for link in ["tables/datasets.csv", "tables/m4n_table1.csv", "tables/m4n_table2.csv",
-                 "tables/agm_emotion.csv", "figures/m4n_table1.png", "figures/agm_emotion.png"]:
+                 "tables/agm_emotion.csv", "figures/m4n_table1.png", "figures/agm_emotion.png",
+                 "tables/casimir_ner.csv", "tables/casimir_ner_curves.csv", "figures/casimir_ner/fig2.png",
+                 "figures/casimir_ner/fig5d.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -90,6 +95,21 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert emotion["mean"].between(0, 4).all()  # squared loss over labels 0..2 is at most 4
     tests = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_tests.csv")
     assert tests["bold"].any()
+
+    ner = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner.csv", keep_default_na=False)
+    assert list(ner.columns) == ["figure", "c", "method", "variant", "metric", "mean", "std", "n_seeds", "reference"]
+    fig2 = ner[ner["figure"] == "fig2"]
+    assert set(fig2["method"]) == {"SGD", "BCFW", "SVRG", "Casimir-SVRG-const", "Casimir-SVRG-adapt"}
+    assert (fig2["variant"] == "").all() and (fig2["n_seeds"] == 2).all()
+    assert set(ner.loc[ner["figure"] == "fig5d", "variant"]) == {"K=2", "K=10"}
+    calls = fig2[fig2["metric"] == "oracle_calls_per_n"].set_index("method")["mean"]
+    assert calls["SGD"] == 2 and calls["BCFW"] == 2 and calls["Casimir-SVRG-adapt"] == 4
+    start = fig2[fig2["metric"] == "initial_train_objective"]
+    assert start["reference"].astype(float).eq(14.5).all() and start["mean"].nunique() == 1
+    f1 = ner[ner["metric"].str.endswith("_f1")]["mean"]
+    assert f1.between(0, 1).all()
+    curves = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_curves.csv")
+    assert set(curves["pass"]) == {0, 1, 2}
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
     snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)

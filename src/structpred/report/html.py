@@ -64,6 +64,14 @@ def bold_of(tests: pd.DataFrame) -> dict[tuple, bool]:
     return dict(zip(keys, bold))
 
 
+def _read_optional(path) -> pd.DataFrame:
+    """A table that may be empty (an experiment without tests writes an empty file)."""
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
 def _compute_time(result_paths) -> str:
     results = read_results(result_paths)
     chosen = results[results["metric"] == "seconds"]
@@ -96,7 +104,7 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
     for table_path in tables:
         name = Path(table_path).stem
         table = pd.read_csv(table_path)
-        test_table = pd.read_csv(tests_of[name]) if name in tests_of else pd.DataFrame()
+        test_table = _read_optional(tests_of[name]) if name in tests_of else pd.DataFrame()
         experiment = get(name)
         parts.append(f"<h2 id='{name}'>{html.escape(experiment.title)}</h2>")
         parts.append(f"<p>Tidy table: <a href='{rel(table_path)}'>{rel(table_path)}</a>"

@@ -64,15 +64,10 @@ double top_k_ragged(long n, const long *offs, int R, int K, const double *U, con
 
 
 def load_parts(cache: str, quick: bool):
-    from structpred.features.hashed import WindowTokens, window_splits
+    from structpred.experiments.casimir import window_parts
 
     arrays = parse_view("conll2003", fetch("conll2003", Path(cache) / "conll2003"))
-    parts, tags = window_splits(arrays)
-    if quick:
-        X, y = parts["train"]
-        off = X.offsets[:2001]
-        parts["train"] = (WindowTokens(X.tokens[: off[-1]], off), y[:2000])
-    return parts, tags
+    return window_parts(arrays, threshold=2, subsample={"train": 2000} if quick else None)
 
 
 def train_ours(parts, tags, c: float, epochs: int):

@@ -29,7 +29,7 @@ from structpred.experiments.registry import Experiment, register
 log = logging.getLogger(__name__)
 
 METHODS = ("SGD", "BCFW", "SVRG", "Casimir-SVRG-const", "Casimir-SVRG-adapt")
-#: what a figure may sweep: config key of the method's settings -> how a value reads
+#: the settings a figure may sweep (keys of a method's block)
 SWEEPS = ("mu", "K", "warm_start", "smoothing")
 HELD_OUT = ("testa", "testb")
 #: per-epoch measures of a run, in the order the curve table gives them
@@ -155,13 +155,11 @@ class HeldOut:
         return out
 
 
-def load_parts(view_path, threshold: int, subsample: dict | None):
-    """``(parts: name -> (X, y), tag names)`` of the NER view, each part cut to its first
-    ``subsample[name]`` sentences when asked (smoke runs)."""
-    from structpred.data.store import load
+def window_parts(arrays, threshold: int, subsample: dict | None = None):
+    """``(parts: name -> (X, y), tag names)`` of a tagging view's arrays, each part cut to its
+    first ``subsample[name]`` sentences when asked (smoke runs, quick benchmarks)."""
     from structpred.features.hashed import WindowTokens, window_splits
 
-    arrays, _ = load(view_path)
     parts, tags = window_splits(arrays, threshold=threshold)
     for name, m in (subsample or {}).items():
         if name not in parts:
@@ -171,6 +169,14 @@ def load_parts(view_path, threshold: int, subsample: dict | None):
         off = X.offsets[: m + 1]
         parts[name] = (WindowTokens(X.tokens[: off[-1]], off), y[:m])
     return parts, tags
+
+
+def load_parts(view_path, threshold: int, subsample: dict | None):
+    """:func:`window_parts` of a prepared NER view file."""
+    from structpred.data.store import load
+
+    arrays, _ = load(view_path)
+    return window_parts(arrays, threshold, subsample)
 
 
 def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_every: int = 1):

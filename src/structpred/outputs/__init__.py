@@ -6,11 +6,13 @@ from structpred.errors import StructpredError
 from structpred.outputs.base import (
     AffineLoss,
     LossAugmented,
+    LossSpace,
     Marginals,
     MaxMin,
     MaxMinResult,
     OutputSpace,
     TopK,
+    WeightedDecoding,
     capabilities,
     require,
 )
@@ -53,19 +55,19 @@ def _labels_from(y, canon: str) -> int:
     return int(np.max(yy)) + 1
 
 
-def make_space(loss, n_labels: int | None = None, y=None) -> OutputSpace:
+def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
     """The output space of a task loss: the one place loss names and their aliases live.
 
-    ``loss`` is a name, a ``(k, k)`` loss matrix (a :class:`Multiclass`) or an
-    :class:`OutputSpace` (returned as is; ``n_labels`` must match).  Names:
+    ``loss`` is a name, a ``(k, k)`` loss matrix (a :class:`Multiclass`) or a space (a
+    :class:`LossSpace`, e.g. an :class:`OutputSpace`: returned as is; ``n_labels`` must match).  Names:
     ``"zero_one"`` -> ``Multiclass.zero_one(n)``, ``"ordinal"`` -> ``Multiclass.ordinal(n)``
     (absolute loss over ordered bins), ``"permutation_hamming"`` -> ``Permutation(n)``
     (label ranking, normalised Hamming loss on rank positions), ``"sequence_hamming"`` ->
     ``Chain(n)`` (normalised Hamming loss).  ``n`` is ``n_labels``, else read off the
     training targets ``y`` (``max(y) + 1`` labels, at least 2; the width of 2-d rankings).
     """
-    if isinstance(loss, OutputSpace):
-        if n_labels is not None and int(n_labels) != loss.n_labels:
+    if isinstance(loss, LossSpace):
+        if n_labels is not None and int(n_labels) != getattr(loss, "n_labels", None):
             raise StructpredError(f"n_labels={n_labels} does not match {loss!r}")
         return loss
     if not isinstance(loss, str):
@@ -86,5 +88,6 @@ def make_space(loss, n_labels: int | None = None, y=None) -> OutputSpace:
     return Multiclass.zero_one(n) if canon == "zero_one" else Multiclass.ordinal(n)
 
 
-__all__ = ["AffineLoss", "Chain", "LossAugmented", "Marginals", "MaxMin", "MaxMinResult", "Multiclass",
-           "OutputSpace", "Permutation", "SPACE_NAMES", "TopK", "capabilities", "make_space", "require"]
+__all__ = ["AffineLoss", "Chain", "LossAugmented", "LossSpace", "Marginals", "MaxMin", "MaxMinResult", "Multiclass",
+           "OutputSpace", "Permutation", "SPACE_NAMES", "TopK", "WeightedDecoding", "capabilities", "make_space",
+           "require"]

@@ -9,8 +9,14 @@ the capabilities it can offer, each an abstract mixin class:
 :class:`Marginals`          ``marginals``, ``log_partition``, ``entropy`` (CRF, entropy smoothing)
 :class:`MaxMin`             ``max_min(v, warm, n_iter)``: SP-MP for M4N eq. 14 with warm state
 :class:`AffineLoss`         ``L(y, y') = phi(y)^T A phi(y') + a``: ``linear_loss``, ``min_loss``,
-                            ``bayes_decode`` (M4N Assumption 2.1)
+                            ``bayes_decode`` (M4N Assumption 2.1); gives loss-trick decoding
+:class:`WeightedDecoding`   ``weighted_decode(alpha, Y) = argmin_y sum_i alpha_i L(Y_i, y)`` (QS eq. 2)
 ==========================  =====================================================================
+
+The base :class:`LossSpace` is only labels and a loss: enough for the loss trick (QS), whose
+spaces (histograms, the real line, rankings scored against ratings) have no finite linear
+embedding to score.  :class:`OutputSpace` adds the embedding ``phi`` and MAP decoding that
+the linear methods (M3N, CRF, M4N, Casimir) score.
 
 A method states what it needs with :func:`require`, which fails with one clear line
 naming the method, the space and the missing capability (and the space's reason, when
@@ -68,8 +74,8 @@ class MaxMinResult:
     state: tuple
 
 
-class OutputSpace(ABC):
-    """The part every space has: embedding ``phi``, task loss, label checks, MAP decoding.
+class LossSpace(ABC):
+    """The part every space has: label checks and the task loss ``L(y, y')`` (truth first).
 
     Class attributes a space may set:
 
@@ -94,6 +100,17 @@ class OutputSpace(ABC):
         for a sequence); a dense batch of ``n`` outputs has shape ``(n, *label_shape)``."""
         return ()
 
+    @abstractmethod
+    def check_labels(self, y): ...
+
+    @abstractmethod
+    def loss(self, y, y2) -> np.ndarray: ...
+
+
+class OutputSpace(LossSpace):
+    """A space with a finite linear embedding ``phi`` and MAP decoding ``argmax_y <phi(y), v>``:
+    what the linear methods score (M4N §2.2)."""
+
     @property
     def n_labels(self) -> int:
         """Number of labels (classes, or items being ranked)."""
@@ -104,13 +121,7 @@ class OutputSpace(ABC):
     def embedding_dim(self) -> int: ...
 
     @abstractmethod
-    def check_labels(self, y): ...
-
-    @abstractmethod
     def embed(self, y) -> np.ndarray: ...
-
-    @abstractmethod
-    def loss(self, y, y2) -> np.ndarray: ...
 
     @abstractmethod
     def decode(self, v) -> np.ndarray: ...
@@ -161,8 +172,38 @@ class Marginals(ABC):
         """``c`` with ``entropy(mu) = -sum_j c_j mu_j log mu_j`` on one marginal vector."""
 
 
-class AffineLoss(ABC):
-    """``L(y, y') = phi(y)^T A phi(y') + loss_offset`` (M4N Assumption 2.1)."""
+def as_weights(alpha, n_train: int) -> tuple[np.ndarray, bool]:
+    """Loss-trick weights as a finite ``(n, n_train)`` float array, and whether one row was given."""
+    a = np.asarray(alpha, dtype=np.float64)
+    single = a.ndim == 1
+    a = np.atleast_2d(a)
+    if a.ndim != 2 or a.shape[1] != n_train:
+        raise StructpredError(f"weights must have shape ({n_train},) or (n, {n_train}) for {n_train} "
+                              f"training outputs, got {np.shape(alpha)}")
+    if not np.all(np.isfinite(a)):
+        raise StructpredError("weights contain NaN or infinite values")
+    return a, single
+
+
+class WeightedDecoding(ABC):
+    """Loss-trick decoding (QS Alg. 1, eq. 2): ``argmin_y sum_i alpha_i L(Y_i, y)`` for weights
+    ``alpha`` of any sign over training outputs ``Y`` (the truths, first argument of the loss).
+
+    ``weighted_decode(alpha, Y)``: ``alpha`` is ``(n_train,)`` (one prediction) or
+    ``(n, n_train)`` (``n`` predictions, decoded in one call so that work on ``Y`` is shared).
+    """
+
+    @abstractmethod
+    def weighted_decode(self, alpha, Y): ...
+
+
+class AffineLoss(WeightedDecoding):
+    """``L(y, y') = phi(y)^T A phi(y') + loss_offset`` (M4N Assumption 2.1).
+
+    An affine loss has loss-trick decoding for free: ``sum_i alpha_i L(Y_i, y') =
+    phi(y')^T A^T (sum_i alpha_i phi(Y_i)) + const``, so the QS prediction is
+    ``bayes_decode(sum_i alpha_i phi(Y_i))`` (QS §3, Asm. 1 with a finite embedding).
+    """
 
     loss_offset: float = 0.0
 
@@ -181,7 +222,24 @@ class AffineLoss(ABC):
 
     @abstractmethod
     def bayes_decode(self, m) -> np.ndarray:
-        """``argmin_y' sum_y m(y) L(y, y') = argmin_y' phi(y')^T A^T m`` for mean parameters ``m``."""
+        """``argmin_y' sum_y m(y) L(y, y') = argmin_y' phi(y')^T A^T m`` for mean parameters ``m``
+        (any real vector: weights of the loss trick may be negative)."""
+
+    def weighted_decode(self, alpha, Y):
+        """``bayes_decode(sum_i alpha_i phi(Y_i))`` row-wise (the loss trick for an affine loss).
+        On a ragged space the training outputs must share one size (a loss between chains of
+        different lengths is not defined)."""
+        E = self.embed(list(Y) if self.ragged else Y)
+        if self.ragged:
+            sizes = sorted({len(e) for e in E})
+            if len(sizes) > 1:
+                raise StructpredError(f"{self!r}: loss-trick decoding needs training outputs of one size, "
+                                      f"got embeddings of sizes {sizes[0]}..{sizes[-1]}")
+        E = np.atleast_2d(np.asarray(E, dtype=np.float64))
+        a, single = as_weights(alpha, E.shape[0])
+        m = a @ E
+        out = self.bayes_decode(list(m) if self.ragged else m)
+        return out[0] if single else out
 
 
 class MaxMin(ABC):
@@ -207,7 +265,7 @@ class MaxMin(ABC):
 
 #: capability name -> class, for messages and :func:`capabilities`
 CAPABILITIES = {"loss-augmented decoding": LossAugmented, "top-K": TopK, "marginals": Marginals,
-                "max-min": MaxMin, "affine loss": AffineLoss}
+                "max-min": MaxMin, "affine loss": AffineLoss, "loss-trick decoding": WeightedDecoding}
 
 
 def capabilities(space) -> list[str]:
@@ -217,7 +275,7 @@ def capabilities(space) -> list[str]:
 
 def require(space, capability, who: str) -> None:
     """Raise one clear :class:`StructpredError` unless ``space`` has ``capability``."""
-    if not isinstance(space, OutputSpace):
+    if not isinstance(space, LossSpace):
         raise StructpredError(f"{who} needs an output space (structpred.outputs.OutputSpace), got {space!r}")
     if isinstance(space, capability):
         return

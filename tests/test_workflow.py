@@ -25,10 +25,13 @@ def test_paper_config_drysnakemake(workdir):
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     # Casimir: Fig. 2 (3 c x 5 methods x 10 seeds) and Fig. 5a-d (3 seeds each)
     n_casimir = 3 * 5 * 10 + 3 * (2 * 6 + 1 * 4 + 2 * 6 + 1 * 6)
-    # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits, Casimir's runs
-    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + n_casimir
+    # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs)
+    n_qs = 5 * 3 * 10 + 2 * 10
+    # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits, Casimir's runs, QS
+    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + n_casimir + n_qs
     assert counts["select_model"] == 4  # AGM's cross-validation, once per method
-    assert counts["curve_table"] == 1 and counts["curve_figure"] == 5  # Casimir's Fig. 2, 5a-d
+    # history figures: Casimir's Fig. 2, 5a-d, QS's USPS digit grid
+    assert counts["curve_table"] == 2 and counts["curve_figure"] == 6
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -61,7 +64,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
     for link in ["tables/datasets.csv", "tables/m4n_table1.csv", "tables/m4n_table2.csv",
                  "tables/agm_emotion.csv", "figures/m4n_table1.png", "figures/agm_emotion.png",
                  "tables/casimir_ner.csv", "tables/casimir_ner_curves.csv", "figures/casimir_ner/fig2.png",
-                 "figures/casimir_ner/fig5d.png"]:
+                 "figures/casimir_ner/fig5d.png", "tables/qs_robust.csv", "figures/qs_robust.png",
+                 "tables/qs_usps.csv", "figures/qs_usps/digits.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -110,6 +114,16 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert f1.between(0, 1).all()
     curves = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_curves.csv")
     assert set(curves["pass"]) == {0, 1, 2}
+
+    robust = pd.read_csv(workdir / "reports" / "tables" / "qs_robust.csv")
+    assert set(robust["dataset"]) == {"n50", "n100"} and set(robust["method"]) == {"QS", "RNW", "KRR"}
+    assert (robust["metric"] == "test_error").all() and (robust["n_splits"] == 4).all()
+    assert robust["reference"].notna().all() and (robust["mean"] > 0).all()
+    usps = pd.read_csv(workdir / "reports" / "tables" / "qs_usps.csv")
+    assert set(usps["metric"]) == {"gaussian", "hellinger", "recognition"} and (usps["n_splits"] == 2).all()
+    assert usps["mean"].between(0, 2).all()
+    recognition = usps[usps["metric"] == "recognition"]["mean"]
+    assert (recognition < 0.6).all()  # reconstructions are far better than chance (0.9) for the classifier
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
     snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)

@@ -30,3 +30,15 @@ def check_positive(value, what: str) -> float:
     if not math.isfinite(out) or out <= 0:
         raise StructpredError(f"{what} must be a positive number, got {value!r}")
     return out
+
+
+def check_positive_int(value, what: str) -> int:
+    """``value`` as a positive int (``True``, ``2.5`` and strings refused), else one clear error
+    naming ``what``."""
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        raise StructpredError(f"{what} must be a positive integer, got {value!r}") from None
+    if isinstance(value, bool) or out != value or out < 1:
+        raise StructpredError(f"{what} must be a positive integer, got {value!r}")
+    return out

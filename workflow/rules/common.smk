@@ -13,7 +13,7 @@ def experiment_jobs(experiment):
     """(dataset, method, split) triples of one experiment; its data views must exist."""
     exp = get(experiment)
     jobs = exp.jobs(config)
-    unknown = sorted({exp.view(config, d) for d, _, _ in jobs} - set(VIEWS))
+    unknown = sorted({exp.view(config, d) for d, _, _ in jobs} - set(VIEWS) - {None})
     if unknown:
         raise ConfigError(f"{experiment}: unknown dataset(s) {unknown}; known: {sorted(VIEWS)}")
     return jobs
@@ -44,12 +44,12 @@ def input_paths(wc, kinds):
     """The files of the input kinds an experiment's job needs (registry.INPUT_KINDS)."""
     view = get(wc.experiment).view(config, wc.dataset)
     paths = {
-        "features": f"data/features/{wc.experiment}/{wc.dataset}/split{wc.get('split', 0)}.npz",
-        "view": f"{PROCESSED_DIR}/{view}.npz",
-        "stamp": view_stamp(view),
-        "selection": f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
+        "features": lambda: f"data/features/{wc.experiment}/{wc.dataset}/split{wc.get('split', 0)}.npz",
+        "view": lambda: f"{PROCESSED_DIR}/{view}.npz",
+        "stamp": lambda: view_stamp(view),
+        "selection": lambda: f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
     }
-    return {k: paths[k] for k in kinds}
+    return {k: paths[k]() for k in kinds}
 
 
 def job_inputs(wc):
@@ -71,4 +71,5 @@ def job_threads(wildcards):
 
 def job_views():
     """Every data view the configured experiments read (for the report's provenance)."""
-    return sorted({get(e).view(config, d) for e in config["experiments"] for d, _, _ in experiment_jobs(e)})
+    views = {get(e).view(config, d) for e in config["experiments"] for d, _, _ in experiment_jobs(e)}
+    return sorted(views - {None})

@@ -41,8 +41,9 @@ class Experiment:
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError
 
-    def view(self, config: dict, dataset: str) -> str:
-        """The parsed data view a job on ``dataset`` reads."""
+    def view(self, config: dict, dataset: str) -> str | None:
+        """The parsed data view a job on ``dataset`` reads (``None``: the experiment draws its
+        own synthetic data and needs no input)."""
         return dataset
 
     def settings(self, config: dict, dataset: str, method: str) -> dict:

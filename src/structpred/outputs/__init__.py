@@ -17,8 +17,11 @@ from structpred.outputs.base import (
     require,
 )
 from structpred.outputs.chain import Chain
+from structpred.outputs.histogram import GaussianHistogram, Hellinger
 from structpred.outputs.multiclass import Multiclass
 from structpred.outputs.permutation import Permutation
+from structpred.outputs.ranking import PairwiseRanking
+from structpred.outputs.real_line import Cauchy
 
 #: task-loss names understood by :func:`make_space` (and the estimators' ``loss=``), with aliases
 SPACE_NAMES = {"zero_one": ("0-1", "multiclass", "mc"), "ordinal": ("absolute", "ord"),
@@ -88,6 +91,6 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
     return Multiclass.zero_one(n) if canon == "zero_one" else Multiclass.ordinal(n)
 
 
-__all__ = ["AffineLoss", "Chain", "LossAugmented", "LossSpace", "Marginals", "MaxMin", "MaxMinResult", "Multiclass",
-           "OutputSpace", "Permutation", "SPACE_NAMES", "TopK", "WeightedDecoding", "capabilities", "make_space",
-           "require"]
+__all__ = ["AffineLoss", "Cauchy", "Chain", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
+           "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "SPACE_NAMES", "TopK",
+           "WeightedDecoding", "capabilities", "make_space", "require"]

@@ -51,6 +51,28 @@ def as_int_labels(y, what: str) -> np.ndarray:
     return y.astype(np.int64)
 
 
+def as_real(y, what: str) -> np.ndarray:
+    """``y`` as a finite float64 array (one clear error for non-numeric, complex, NaN or inf)."""
+    if np.iscomplexobj(y):
+        raise StructpredError(f"{what} must be real numbers, got complex values")
+    try:
+        a = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise StructpredError(f"{what} must be real numbers, got {type(y).__name__}") from None
+    if not np.all(np.isfinite(a)):
+        raise StructpredError(f"{what} contain NaN or infinite values")
+    return a
+
+
+def broadcast_pair(a: np.ndarray, b: np.ndarray, what: str) -> None:
+    """One clear error when a batch of truths and a batch of predictions do not broadcast."""
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise StructpredError(f"{what} of shapes {a.shape} and {b.shape} do not match "
+                              "(give one output, or batches of the same length)") from None
+
+
 @dataclass
 class MaxMinResult:
     """Answer of the max-min oracle ``max_mu min_nu nu^T A mu + v^T mu`` (M4N eq. 14).

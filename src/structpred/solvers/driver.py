@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from structpred.errors import StructpredError
+from structpred.errors import StructpredError, check_positive_int
 from structpred.solvers.problem import check_validation
 
 
@@ -119,16 +119,6 @@ def progress(iterable, verbose: bool, desc: str):
     return iterable
 
 
-def _positive_int(value, what: str) -> int:
-    try:
-        out = int(value)
-    except (TypeError, ValueError):
-        raise StructpredError(f"{what} must be a positive integer, got {value!r}") from None
-    if out < 1 or out != value:
-        raise StructpredError(f"{what} must be a positive integer, got {value!r}")
-    return out
-
-
 def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1, tol=None,
         time_budget=None, X_val=None, y_val=None, evaluate=None, verbose=False) -> SolverResult:
     """Run ``rule`` on ``problem`` for at most ``n_passes`` passes.
@@ -141,8 +131,8 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     more measures of the weights (held-out objectives, F1 scores) for each record; it is not
     timed as training.
     """
-    n_passes = _positive_int(n_passes, "n_passes")
-    eval_every = _positive_int(eval_every, "eval_every")
+    n_passes = check_positive_int(n_passes, "n_passes")
+    eval_every = check_positive_int(eval_every, "eval_every")
     if time_budget is not None and not float(time_budget) > 0:
         raise StructpredError(f"time_budget must be a positive number of seconds, got {time_budget}")
     rng = make_rng(random_state)

@@ -1,6 +1,20 @@
-"""Benchmark: the QS ranking decoder's greedy feedback-arc-set order against a plain C reference.
+"""Benchmark: QS on USPS against scikit-learn's KernelRidge, and the QS ranking decoder's greedy
+feedback-arc-set order against a plain C reference.
 
-Usage: python bench/bench_qs.py [--quick] [--sizes 50 400] [--seconds 0.3] [--seed 0]
+Usage: python bench/bench_qs.py [--quick] [--sizes 50 400] [--seconds 0.3] [--seed 0] [--n 1000 7000] [--cache DIR]
+
+1. **QS vs KernelRidge** (``bench_krr``): USPS through the data layer (cache ->
+   STRUCTPRED_MIRROR -> download, sha256-checked), upper halves in, lower halves as histograms
+   out (the ``qs_usps`` experiment's representation), ``n`` training images and 2000 queries.
+   ``QS(loss=Hellinger(128))`` (fit: one Cholesky of ``K + n lam I`` and the kernel ridge
+   coefficients of ``sqrt(Y)``; predict: the kernel columns, one product, the closed-form
+   decoder) against ``sklearn.kernel_ridge.KernelRidge`` with the same Gaussian kernel and
+   regularisation (``alpha = n lam``, ``gamma = 1 / (2 sigma^2)``) fitted on ``sqrt(Y)``, the same
+   kernel ridge problem without the decoding.  Printed: fit + predict seconds of each (best of
+   3) and the ratio KernelRidge / QS (> 1: QS faster), and the largest difference of the two
+   statistics as a check that both solve the same problem.
+
+2. **FAS decoding** (``bench_fas``):
 
 :func:`structpred.outputs._ranking_kernels.fas_order` (the weighted Eades, Lin and Smyth 1993
 greedy order that :meth:`PairwiseRanking.weighted_decode` runs on the net weights, ``O(M^2)``)
@@ -209,13 +223,66 @@ def bench_fas(sizes=(50, 400), seconds=0.3, seed=0, pools=None):
     return results
 
 
+def usps_histograms(cache: str):
+    """USPS upper halves (inputs) and lower-half histograms (outputs), as ``qs_usps`` builds them."""
+    from structpred.data.acquire import fetch
+    from structpred.data.parsers import parse_view
+    from structpred.experiments.qs_usps import halves
+
+    arrays = parse_view("usps", fetch("usps", Path(cache) / "usps"))
+    return halves(arrays["X"])
+
+
+def _best(fn, repeat=3):
+    import time
+
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def bench_krr(sizes=(1000, 7000), cache=".cache/bench", n_query=2000, seed=0, sigma=2.7, lam=1e-4):
+    """Fit + predict seconds of QS (Hellinger) and of KernelRidge on the same kernel ridge problem;
+    returns ``{n: (qs seconds, KernelRidge seconds)}``."""
+    from sklearn.kernel_ridge import KernelRidge
+
+    from structpred.estimators import QS
+    from structpred.outputs import Hellinger
+
+    upper, lower = usps_histograms(cache)
+    rng = np.random.default_rng(seed)
+    print(f"QS (Hellinger) vs scikit-learn KernelRidge on USPS: fit + predict {n_query} queries, "
+          f"sigma {sigma}, lam {lam}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'n':>6} {'QS s':>9} {'KernelRidge s':>14} {'KRR / QS':>9} {'max |diff| of sum_i alpha_i sqrt(y_i)':>40}")
+    results = {}
+    for n in sizes:
+        idx = rng.permutation(len(upper))
+        tr, te = idx[:n], idx[n:n + n_query]
+        qs = QS(loss=Hellinger(lower.shape[1]), kernel="gaussian", sigma=sigma, lam=lam)
+        t_qs, pred = _best(lambda: qs.fit(upper[tr], lower[tr]).predict(upper[te]))
+        krr = KernelRidge(alpha=n * lam, kernel="rbf", gamma=1.0 / (2.0 * sigma ** 2))
+        t_krr, stat = _best(lambda: krr.fit(upper[tr], np.sqrt(lower[tr])).predict(upper[te]))
+        ours = qs._kernel_columns(upper[te]).T @ qs.dual_coef_
+        diff = float(np.abs(ours - stat).max())
+        np.testing.assert_allclose(pred, Hellinger(lower.shape[1]).decode_statistic(stat), atol=1e-6)
+        print(f"{n:>6} {t_qs:>9.3f} {t_krr:>14.3f} {t_krr / t_qs:>8.2f}x {diff:>40.2e}", flush=True)
+        results[n] = (t_qs, t_krr)
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="short measurements (0.03 s)")
+    ap.add_argument("--quick", action="store_true", help="short measurements (0.03 s; QS at n = 1000 only)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[50, 400], help="numbers of items M")
     ap.add_argument("--seconds", type=float, default=None, help="time per measurement (0.3 s)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n", type=int, nargs="+", default=None, help="QS training sizes (1000 7000)")
+    ap.add_argument("--cache", default=".cache/bench", help="raw-data cache folder")
     args = ap.parse_args()
+    bench_krr(tuple(args.n or ([1000] if args.quick else [1000, 7000])), args.cache, seed=args.seed)
     bench_fas(tuple(args.sizes), args.seconds or (0.03 if args.quick else 0.3), args.seed)
 
 

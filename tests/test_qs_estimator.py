@@ -12,6 +12,7 @@ from sklearn.model_selection import KFold
 from structpred.errors import StructpredError
 from structpred.estimators import QS, QSCV
 from structpred.features.kernels import kernel_matrix, median_distance
+from structpred.outputs import Cauchy as _Cauchy
 from structpred.outputs import Chain, LossSpace, Multiclass, Permutation
 from structpred.solvers.kernel_ridge import NystromRidgeWeights, RidgePath, RidgeWeights
 
@@ -98,9 +99,8 @@ def test_qs_on_affine_losses_equals_enumeration():
 
 def test_chain_needs_training_sequences_of_one_length():
     X, _ = _data(n=3)
-    model = QS(loss=Chain(2), lam=0.1).fit(X, [np.array([0, 1]), np.array([1]), np.array([0, 0])])
     with pytest.raises(StructpredError, match="one size"):
-        model.predict(X)
+        QS(loss=Chain(2), lam=0.1).fit(X, [np.array([0, 1]), np.array([1]), np.array([0, 0])])
 
 
 def test_cross_validation_matches_explicit_refits():
@@ -121,6 +121,23 @@ def test_cross_validation_matches_explicit_refits():
     assert (cv.sigma_, cv.lam_) == keys[int(np.argmin([table[k] for k in keys]))]
     refit = QS(sigma=cv.sigma_, lam=cv.lam_).fit(X, y)
     np.testing.assert_array_equal(cv.predict(X), refit.predict(X))
+
+
+@pytest.mark.parametrize("n_components", [None, 25])
+def test_kernel_ridge_coefficients_give_the_weighted_decoding(n_components):
+    """The statistic path (K_x^T (K + n lam I)^-1 psi(Y)) predicts what decoding the weights does."""
+    from structpred.outputs import Hellinger
+
+    X, rng = _data(n=60, seed=8)
+    Y = rng.random((60, 7)) + X[:, :1] ** 2
+    Y /= Y.sum(axis=1, keepdims=True)
+    Xq = rng.normal(size=(9, 3))
+    for space, y in ((Hellinger(7), Y), (Multiclass.ordinal(4), rng.integers(0, 4, 60))):
+        model = QS(loss=space, sigma=1.0, lam=1e-3, n_components=n_components, random_state=0).fit(X, y)
+        assert model.dual_coef_ is not None
+        direct = space.weighted_decode(model.weights(Xq), model.y_fit_)
+        np.testing.assert_allclose(model.predict(Xq), direct, atol=1e-10)
+    assert QS(loss=_Cauchy(), lam=1e-2).fit(X, X[:, 0]).dual_coef_ is None  # no finite statistic
 
 
 def test_predictions_are_deterministic_and_batched_alike():

@@ -11,6 +11,7 @@ from structpred.outputs.base import (
     MaxMin,
     MaxMinResult,
     OutputSpace,
+    StatisticDecoding,
     TopK,
     WeightedDecoding,
     capabilities,
@@ -92,5 +93,5 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
 
 
 __all__ = ["AffineLoss", "Cauchy", "Chain", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
-           "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "SPACE_NAMES", "TopK",
+           "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "SPACE_NAMES", "StatisticDecoding", "TopK",
            "WeightedDecoding", "capabilities", "make_space", "require"]

@@ -219,7 +219,30 @@ class WeightedDecoding(ABC):
     def weighted_decode(self, alpha, Y): ...
 
 
-class AffineLoss(WeightedDecoding):
+class StatisticDecoding(WeightedDecoding):
+    """Loss-trick decoding through a finite statistic: ``sum_i alpha_i L(Y_i, y)`` depends on
+    the weights only through ``m = sum_i alpha_i psi(Y_i)`` (QS Asm. 1 with a finite-dimensional
+    embedding), so the prediction is ``decode_statistic(alpha @ statistic(Y))`` and QS can keep
+    the kernel ridge coefficients ``(K + n lam I)^{-1} psi(Y)`` instead of every weight vector.
+
+    ``statistic(Y)``: the ``(n_train, d)`` array of ``psi(Y_i)``; ``decode_statistic(m)``: the
+    argmin for each row of ``m`` ``(n, d)``.
+    """
+
+    @abstractmethod
+    def statistic(self, Y) -> np.ndarray: ...
+
+    @abstractmethod
+    def decode_statistic(self, m): ...
+
+    def weighted_decode(self, alpha, Y):
+        E = self.statistic(Y)
+        a, single = as_weights(alpha, E.shape[0])
+        out = self.decode_statistic(a @ E)
+        return out[0] if single else out
+
+
+class AffineLoss(StatisticDecoding):
     """``L(y, y') = phi(y)^T A phi(y') + loss_offset`` (M4N Assumption 2.1).
 
     An affine loss has loss-trick decoding for free: ``sum_i alpha_i L(Y_i, y') =
@@ -247,8 +270,8 @@ class AffineLoss(WeightedDecoding):
         """``argmin_y' sum_y m(y) L(y, y') = argmin_y' phi(y')^T A^T m`` for mean parameters ``m``
         (any real vector: weights of the loss trick may be negative)."""
 
-    def weighted_decode(self, alpha, Y):
-        """``bayes_decode(sum_i alpha_i phi(Y_i))`` row-wise (the loss trick for an affine loss).
+    def statistic(self, Y) -> np.ndarray:
+        """``phi(Y_i)`` stacked ``(n_train, k)``: the loss trick's statistic for an affine loss.
         On a ragged space the training outputs must share one size (a loss between chains of
         different lengths is not defined)."""
         E = self.embed(list(Y) if self.ragged else Y)
@@ -257,11 +280,11 @@ class AffineLoss(WeightedDecoding):
             if len(sizes) > 1:
                 raise StructpredError(f"{self!r}: loss-trick decoding needs training outputs of one size, "
                                       f"got embeddings of sizes {sizes[0]}..{sizes[-1]}")
-        E = np.atleast_2d(np.asarray(E, dtype=np.float64))
-        a, single = as_weights(alpha, E.shape[0])
-        m = a @ E
-        out = self.bayes_decode(list(m) if self.ragged else m)
-        return out[0] if single else out
+        return np.atleast_2d(np.asarray(E, dtype=np.float64))
+
+    def decode_statistic(self, m):
+        """``bayes_decode`` of each row of ``m = sum_i alpha_i phi(Y_i)``."""
+        return self.bayes_decode(list(m) if self.ragged else m)
 
 
 class MaxMin(ABC):

@@ -23,7 +23,7 @@ import numpy as np
 
 from structpred.errors import StructpredError, check_positive, check_positive_int
 from structpred.outputs import _histogram_kernels as K
-from structpred.outputs.base import LossSpace, WeightedDecoding, as_real, as_weights, broadcast_pair
+from structpred.outputs.base import LossSpace, StatisticDecoding, WeightedDecoding, as_real, as_weights, broadcast_pair
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +68,21 @@ class _Histograms(LossSpace, WeightedDecoding):
         broadcast_pair(a, b, "histograms")
         return a, b
 
-    def _training(self, alpha, Y) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _outputs(self, Y) -> np.ndarray:
+        """Checked training outputs ``(n_train, d)``, ``n_train >= 1``."""
         Y = self.check_labels(Y)
         if Y.ndim != 2 or Y.shape[0] == 0:
             raise StructpredError(f"training outputs must have shape (n_train, {self.d}) with n_train >= 1, "
                                   f"got {Y.shape}")
+        return Y
+
+    def _training(self, alpha, Y) -> tuple[np.ndarray, np.ndarray, bool]:
+        Y = self._outputs(Y)
         A, single = as_weights(alpha, Y.shape[0])
         return np.ascontiguousarray(Y), np.ascontiguousarray(A), single
 
 
-class Hellinger(_Histograms):
+class Hellinger(_Histograms, StatisticDecoding):
     """Histograms in the simplex of ``R^d`` with the squared Hellinger distance (QS §6, Example 1.5).
 
     ``L(y, y') = sum_j (sqrt(y_j) - sqrt(y'_j))^2 = 2 - 2 sum_j sqrt(y_j y'_j)``, *without* the
@@ -109,13 +114,17 @@ class Hellinger(_Histograms):
         a, b = self._pair(y, y2)
         return np.sum((np.sqrt(a) - np.sqrt(b)) ** 2, axis=-1)
 
-    def weighted_decode(self, alpha, Y) -> np.ndarray:
-        """``argmin_y sum_i alpha_i L(Y_i, y)`` over the simplex in closed form (class notes):
-        ``s_+^2 / ||s_+||^2`` with ``s = sum_i alpha_i sqrt(Y_i)``, or the vertex at
-        ``argmax s`` when ``s`` has no positive entry.  ``alpha`` is ``(n_train,)`` (returns
-        ``(d,)``) or ``(n, n_train)`` (returns ``(n, d)``); ``Y`` is ``(n_train, d)``."""
-        Y, A, single = self._training(alpha, Y)
-        S = A @ np.sqrt(Y)
+    def statistic(self, Y) -> np.ndarray:
+        """``sqrt(Y_i)`` stacked: the loss depends on the weights only through ``sum_i alpha_i sqrt(Y_i)``."""
+        return np.sqrt(self._outputs(Y))
+
+    def decode_statistic(self, m) -> np.ndarray:
+        """``argmin_y sum_i alpha_i L(Y_i, y)`` over the simplex in closed form (class notes) from
+        ``s = sum_i alpha_i sqrt(Y_i)`` (rows of ``m``): ``s_+^2 / ||s_+||^2``, or the vertex at
+        ``argmax s`` when ``s`` has no positive entry."""
+        S = np.atleast_2d(np.asarray(m, dtype=np.float64))
+        if S.shape[1] != self.d or not np.all(np.isfinite(S)):
+            raise StructpredError(f"statistics must be finite with {self.d} columns, got shape {S.shape}")
         out = np.zeros_like(S)
         P = np.maximum(S, 0.0)
         top = P.max(axis=1)
@@ -127,7 +136,7 @@ class Hellinger(_Histograms):
         rows = np.flatnonzero(~pos)
         if rows.size:
             out[rows, np.argmax(S[rows], axis=1)] = 1.0
-        return out[0] if single else out
+        return out
 
 
 class GaussianHistogram(_Histograms):

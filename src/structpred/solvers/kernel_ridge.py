@@ -38,6 +38,11 @@ class RidgeWeights:
     def __call__(self, Kx) -> np.ndarray:
         return cho_solve(self._factor, np.asarray(Kx, dtype=np.float64), check_finite=False).T
 
+    def dual(self, E) -> np.ndarray:
+        """Coefficients ``C = (K + n lam I)^{-1} E`` with ``alpha(x) @ E = K_x^T C`` (kernel ridge
+        regression on the targets ``E``)."""
+        return cho_solve(self._factor, np.asarray(E, dtype=np.float64), check_finite=False)
+
 
 class RidgePath:
     """The weights for every ``lam`` of a grid from one eigendecomposition of ``K``.
@@ -79,6 +84,10 @@ class NystromRidgeWeights:
 
     def __call__(self, Kmx) -> np.ndarray:
         return (self._left @ (self._right @ np.asarray(Kmx, dtype=np.float64))).T
+
+    def dual(self, E) -> np.ndarray:
+        """Coefficients ``C`` (``(m, d)``) with ``alpha(x) @ E = K_mx^T C``."""
+        return self._right.T @ (self._left.T @ np.asarray(E, dtype=np.float64))
 
 
 def ridge_cv(X, folds, kernel: str, sigmas, lams, evaluate):

@@ -318,3 +318,32 @@ def test_emotion_figure_is_deterministic(tmp_path):
     experiment_figure("agm_emotion", csv, tmp_path / "b.png")
     data = (tmp_path / "a.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data == (tmp_path / "b.png").read_bytes()
+
+
+def test_report_index_command_links_the_tables_present(tmp_path, monkeypatch):
+    """``structpred report index`` rebuilds the page from the report folder: experiments with a
+    table are linked (with their figures and history figures), the others are named as missing."""
+    import yaml
+
+    from structpred.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports" / "tables").mkdir(parents=True)
+    (tmp_path / "reports" / "figures" / "qs_usps").mkdir(parents=True)
+    rows = [{"task": "reconstruction", "dataset": "usps", "method": m, "metric": "hellinger", "mean": v, "std": 0.01,
+             "n_splits": 10, "reference": r} for m, v, r in (("KDE", 0.28, 0.736), ("QS", 0.24, 0.647))]
+    write_csv(pd.DataFrame(rows), tmp_path / "reports" / "tables" / "qs_usps.csv")
+    (tmp_path / "reports" / "figures" / "qs_usps.png").write_bytes(b"png")
+    (tmp_path / "reports" / "figures" / "qs_usps" / "digits.png").write_bytes(b"png")
+    (tmp_path / "data" / "raw" / "usps").mkdir(parents=True)
+    (tmp_path / "data" / "raw" / "usps" / ".verified").write_text('{"zip.train.gz": "66eb"}')
+    (tmp_path / "refs.yaml").write_text("qs_usps: []\n")
+    config = {"name": "paper", "experiments": ["qs_robust", "qs_usps"], "report": {"dir": "reports",
+              "references": "refs.yaml"}, "data": {"raw_dir": "data/raw"}, "qs_usps": {"departures": ["a choice"]}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(["report", "index", "--config", "config.yaml"]) == 0
+    page = (tmp_path / "reports" / "index.html").read_text()
+    assert "tables/qs_usps.csv" in page and "figures/qs_usps.png" in page and "figures/qs_usps/digits.png" in page
+    assert "a choice" in page and "66eb" in page and "0.647" in page
+    assert "tables/qs_robust.csv" not in page
+    assert main(["report", "index", "--config", "missing.yaml"]) == 2

@@ -1,4 +1,4 @@
-"""Command line interface: ``structpred data ...``, ``structpred experiment ...``.
+"""Command line interface: ``structpred data ...``, ``structpred report ...``.
 
 Each subcommand group lives in the module that owns the concept and registers itself
 through a ``register(subparsers)`` function; this module only wires them together.
@@ -15,11 +15,13 @@ from structpred.errors import StructpredError
 
 def build_parser() -> argparse.ArgumentParser:
     from structpred.data import cli as data_cli
+    from structpred.report import cli as report_cli
 
     parser = argparse.ArgumentParser(prog="structpred", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     data_cli.register(sub)
+    report_cli.register(sub)
     return parser
 
 

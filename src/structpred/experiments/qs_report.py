@@ -22,7 +22,7 @@ def render_grid(table: pd.DataFrame, tests: pd.DataFrame, *, rows: str, metric: 
     bolds = bold_of(tests)
     data = table if metric is None else table[table["metric"] == metric]
     methods = list(dict.fromkeys(data["method"]))
-    by = data.set_index([rows, "method"])
+    by = data.set_index([rows, "method"], drop=False)
     out = [f"<table><tr><th class=l>{html.escape(rows)}</th>"
            + "".join(f"<th>{html.escape(str(m))}</th>" for m in methods) + "</tr>"]
     for value, part in data.groupby(rows, sort=False):

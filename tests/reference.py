@@ -98,11 +98,18 @@ def bruteforce_cases(R_values=(2, 3), lengths=LENGTHS):
 
 
 def chain_maxmin_lp(v, A, R, T):
-    """Exact ``max_mu min_nu sum_t nu_t^T A_t mu_t + <v, mu>`` over the chain's local polytope.
+    """Exact ``max_mu min_nu sum_t nu_t^T A_t mu_t + <v, mu>`` over the chain's local polytope."""
+    return tree_maxmin_lp(v, A, R, np.arange(-1, T - 1))
+
+
+def tree_maxmin_lp(v, A, R, parents):
+    """Exact ``max_mu min_nu sum_t nu_t^T A_t mu_t + <v, mu>`` over the local polytope of the tree
+    ``parents`` (edge block ``t - 1`` = (parent of t, t), indexed [parent label, child label]).
 
     Variables ``[mu unary (T R) | mu pairwise ((T-1) R^2) | s (T)]``; the inner min is
     ``sum_t min_i (A_t mu_t)[i]``, so ``s_t <= (A_t mu_t)[i]`` for all i (epigraph).
     """
+    T = len(parents)
     nU, nP = T * R, (T - 1) * R * R
     n = nU + nP + T
     A_ub = np.zeros((T * R, n))
@@ -116,18 +123,18 @@ def chain_maxmin_lp(v, A, R, T):
         row[t * R:(t + 1) * R] = 1.0
         A_eq.append(row)
         b_eq.append(1.0)
-    for t in range(T - 1):
-        base = nU + t * R * R
-        for a in range(R):                     # sum_b mu_{t,t+1}[a, b] = mu_t[a]
+    for t in range(1, T):
+        base, p = nU + (t - 1) * R * R, parents[t]
+        for a in range(R):                     # sum_b mu_{p,t}[a, b] = mu_p[a]
             row = np.zeros(n)
             row[base + a * R: base + (a + 1) * R] = 1.0
-            row[t * R + a] = -1.0
+            row[p * R + a] = -1.0
             A_eq.append(row)
             b_eq.append(0.0)
-        for b in range(R):                     # sum_a mu_{t,t+1}[a, b] = mu_{t+1}[b]
+        for b in range(R):                     # sum_a mu_{p,t}[a, b] = mu_t[b]
             row = np.zeros(n)
             row[base + b: base + R * R: R] = 1.0
-            row[(t + 1) * R + b] = -1.0
+            row[t * R + b] = -1.0
             A_eq.append(row)
             b_eq.append(0.0)
     res = linprog(-np.r_[v, np.ones(T)], A_ub=A_ub, b_ub=np.zeros(T * R), A_eq=np.array(A_eq), b_eq=b_eq,

@@ -23,6 +23,7 @@ from structpred.outputs import (
     Multiclass,
     Permutation,
     TopK,
+    Tree,
     capabilities,
 )
 from tests.reference import enumerate_outputs
@@ -38,6 +39,11 @@ SPACES = [
     ("chain-absolute-position-T4", lambda: Chain(3, "absolute", "position"), 4),
     ("chain-squared-T1", lambda: Chain(2, "squared"), 1),
     ("chain-hamming-sum-T3", lambda: Chain(3, normalize=False), 3),
+    ("tree-star-hamming-T4", lambda: Tree(3, parents=[-1, 0, 0, 0]), 4),
+    ("tree-binary-absolute-position-T5", lambda: Tree(2, "absolute", "position", parents=[-1, 0, 0, 1, 1]), 5),
+    ("tree-matrix-sum-T4",
+     lambda: Tree(3, [[0, 1, 3], [2, 0, 1], [1, 4, 0]], normalize=False, parents=[-1, 0, 1, 1]), 4),
+    ("tree-single-node", lambda: Tree(3, "squared", parents=[-1]), 1),
 ]
 
 

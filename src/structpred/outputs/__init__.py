@@ -23,6 +23,7 @@ from structpred.outputs.multiclass import Multiclass
 from structpred.outputs.permutation import Permutation
 from structpred.outputs.ranking import PairwiseRanking
 from structpred.outputs.real_line import Cauchy
+from structpred.outputs.tree import Tree, TreeArray
 
 #: task-loss names understood by :func:`make_space` (and the estimators' ``loss=``), with aliases
 SPACE_NAMES = {"zero_one": ("0-1", "multiclass", "mc"), "ordinal": ("absolute", "ord"),
@@ -94,4 +95,4 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
 
 __all__ = ["AffineLoss", "Cauchy", "Chain", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
            "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "SPACE_NAMES", "StatisticDecoding", "TopK",
-           "WeightedDecoding", "capabilities", "make_space", "require"]
+           "Tree", "TreeArray", "WeightedDecoding", "capabilities", "make_space", "require"]

@@ -225,6 +225,29 @@ def _log_softmax_rows(z, out):
             z[t, j] -= shift
 
 
+@njit(cache=True)
+def mirror_mu(thU, U, Lw, kind, nu, eta, g, out):
+    """The max player's mirror step on the unary natural parameters (M4N eq. 36):
+    ``out[t] = thU[t] + eta (U[t] + Lw[t]^T nu[t])`` (``g``: work array; ``out`` may be ``thU``)."""
+    T, R = thU.shape
+    _loss_times(Lw, kind, nu, g, True)
+    for t in range(T):
+        for j in range(R):
+            out[t, j] = thU[t, j] + eta * (U[t, j] + g[t, j])
+
+
+@njit(cache=True)
+def mirror_nu(lnu, Lw, kind, node, eta, g, out_log, out):
+    """The min player's mirror step (M4N eq. 35): ``out_log[t] = log softmax(lnu[t] - eta Lw[t]
+    node[t])`` and ``out = exp(out_log)`` (``g``: work array; ``out_log`` may be ``lnu``)."""
+    T, R = lnu.shape
+    _loss_times(Lw, kind, node, g, False)
+    for t in range(T):
+        for j in range(R):
+            out_log[t, j] = lnu[t, j] - eta * g[t, j]
+    _log_softmax_rows(out_log, out)
+
+
 #: a scaled sum below this is recomputed exactly in the log domain (every product kept
 #: is then far above the subnormal range, so rounding stays relative)
 _TINY = 1e-200
@@ -473,26 +496,12 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
         # the pairwise natural parameters after this iteration (same for half and full step)
         _step_potentials(E[: T - 1], cm, G[: T - 1], gm, thP, P, k * eta)
         # half step from the current pair
-        _loss_times(Lw, kind, nu, g, True)
-        for t in range(T):
-            for j in range(R):
-                hU[t, j] = thU[t, j] + eta * (U[t, j] + g[t, j])
+        mirror_mu(thU, U, Lw, kind, nu, eta, g, hU)
         _scaled_project(hU, E, cm, thP, P, k * eta, hnode, mu_edge, True, la, lb, ex, fw, sc, work, order, arows)
-        _loss_times(Lw, kind, cur, g, False)
-        for t in range(T):
-            for j in range(R):
-                hlnu[t, j] = lnu[t, j] - eta * g[t, j]
-        _log_softmax_rows(hlnu, hnu)
+        mirror_nu(lnu, Lw, kind, cur, eta, g, hlnu, hnu)
         # full step from the current pair with the half-step gradients
-        _loss_times(Lw, kind, hnu, g, True)
-        for t in range(T):
-            for j in range(R):
-                thU[t, j] += eta * (U[t, j] + g[t, j])
-        _loss_times(Lw, kind, hnode, g, False)
-        for t in range(T):
-            for j in range(R):
-                lnu[t, j] -= eta * g[t, j]
-        _log_softmax_rows(lnu, nu)
+        mirror_mu(thU, U, Lw, kind, hnu, eta, g, thU)
+        mirror_nu(lnu, Lw, kind, hnode, eta, g, lnu, nu)
         _scaled_project(thU, E, cm, thP, P, k * eta, cur, mu_edge, False, la, lb, ex, fw, sc, work, order, arows)
         mu_node += hnode
         nu_bar += hnu

@@ -22,6 +22,7 @@ import numpy as np
 
 from structpred.errors import StructpredError
 from structpred.outputs import _chain_kernels as K_
+from structpred.outputs import _tree_kernels as TK
 from structpred.outputs.base import (
     AffineLoss,
     LossAugmented,
@@ -30,28 +31,12 @@ from structpred.outputs.base import (
     MaxMinResult,
     OutputSpace,
     TopK,
-    as_int_labels,
 )
 from structpred.outputs.batch import is_ragged
-
-NODE_LOSSES = ("hamming", "zero_one", "absolute", "squared")
-
-
-def node_loss_matrix(name: str, R: int) -> np.ndarray:
-    """``R x R`` node loss: ``hamming`` / ``zero_one`` ``1[i != j]``, ``absolute`` ``|i - j|``,
-    ``squared`` ``(i - j)^2`` (labels as ordered integers)."""
-    i = np.arange(R)
-    d = i[:, None] - i[None, :]
-    if name in ("hamming", "zero_one"):
-        return (d != 0).astype(np.float64)
-    if name == "absolute":
-        return np.abs(d).astype(np.float64)
-    if name == "squared":
-        return (d * d).astype(np.float64)
-    raise StructpredError(f"unknown node loss {name!r}: use one of {', '.join(NODE_LOSSES)} or an R x R matrix")
+from structpred.outputs.node_loss import NODE_LOSSES, NodeLoss, node_loss_matrix
 
 
-class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
+class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
     """Sequences over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters
@@ -85,49 +70,16 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
 
     def __init__(self, n_labels: int, node_loss="hamming", weights=None, iterations_per_node: bool = True,
                  normalize: bool = True, joint_map: str = "sequence"):
-        try:
-            R = int(n_labels)
-        except (TypeError, ValueError):
-            raise StructpredError(f"n_labels must be an integer >= 2, got {n_labels!r}") from None
-        if R != n_labels or R < 2:
-            raise StructpredError(f"n_labels must be an integer >= 2, got {n_labels!r}")
-        self.R = R
-        if isinstance(node_loss, str):
-            C = node_loss_matrix(node_loss, R)
-            self.node_loss_name = node_loss
-        else:
-            C = np.asarray(node_loss, dtype=np.float64)
-            self.node_loss_name = "matrix"
-        if C.shape != (R, R) or not np.all(np.isfinite(C)):
-            raise StructpredError(f"node_loss must be a finite {R} x {R} matrix, got shape {C.shape}")
-        self.node_loss = np.ascontiguousarray(C)
-        if not (weights is None or (isinstance(weights, str) and weights == "position") or callable(weights)):
-            raise StructpredError(f"weights must be None, 'position' or a callable T -> (T,), got {weights!r}")
-        self.weights = weights
-        self.iterations_per_node = bool(iterations_per_node)
-        self.normalize = bool(normalize)
+        super().__init__(n_labels, node_loss, weights, normalize, iterations_per_node)
         self.joint_map = joint_map
-        self._cmax = float(np.max(np.abs(C))) or 1.0
-        self._kind = 1 if np.array_equal(C, 1.0 - np.eye(R)) else 0
-        self._weights_cache: dict[int, np.ndarray] = {}
 
     def __repr__(self) -> str:
-        w = "uniform" if self.weights is None else ("position" if isinstance(self.weights, str) else "custom")
-        scale = "" if self.normalize else ", normalize=False"
-        return f"Chain(n_labels={self.R}, node_loss={self.node_loss_name}, weights={w}{scale})"
+        return f"Chain({self._loss_repr()})"
 
     # --- layout ----------------------------------------------------------------------
     @property
-    def n_labels(self) -> int:
-        return self.R
-
-    @property
     def embedding_dim(self) -> int:
         raise StructpredError("a chain's embedding dimension depends on its length: use dim(T)")
-
-    @property
-    def label_shape(self) -> tuple:
-        return (None,)
 
     def dim(self, T: int) -> int:
         """``T R + (T-1) R^2``: size of a score / embedding of a length-``T`` chain."""
@@ -151,28 +103,6 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
         R = self.R
         return v[: T * R].reshape(T, R), v[T * R:].reshape(T - 1, R, R)
 
-    def position_weights(self, T: int) -> np.ndarray:
-        """Weights ``w_t / sum w`` of a length-``T`` chain (``w_t`` if not ``normalize``), cached."""
-        cached = self._weights_cache.get(T)
-        if cached is None:
-            cached = self._weights_cache[T] = self._position_weights(T)
-        return cached
-
-    def _position_weights(self, T: int) -> np.ndarray:
-        if self.weights is None:
-            w = np.ones(T)
-        elif isinstance(self.weights, str):
-            w = np.arange(1, T + 1, dtype=np.float64)
-        else:
-            w = np.asarray(self.weights(T), dtype=np.float64)
-            if w.shape != (T,) or not np.all(w > 0):
-                raise StructpredError(f"weights({T}) must be {T} positive numbers, got {w!r}")
-        return w / w.sum() if self.normalize else w
-
-    def weighted_loss(self, T: int) -> np.ndarray:
-        """``(T, R, R)`` per-position loss blocks ``A_t = w_t C / sum w`` (or ``w_t C``)."""
-        return np.ascontiguousarray(self.position_weights(T)[:, None, None] * self.node_loss[None])
-
     # --- batches -----------------------------------------------------------------------
     def _scores(self, v):
         U, P = self.split(v)
@@ -184,19 +114,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
         """Validate one sequence ``(T,)`` or a list of them; returns int64 arrays."""
         if is_ragged(y):
             return [self.check_labels(s) for s in y]
-        s = as_int_labels(y, "chain labels")
-        if s.ndim != 1 or s.shape[0] < 1:
-            raise StructpredError(f"a label sequence must be a non-empty 1-d array, got shape {s.shape}")
-        if s.min() < 0 or s.max() >= self.R:
-            raise StructpredError(f"chain labels must lie in 0..{self.R - 1}, got {s.min()}..{s.max()}")
-        return s
-
-    def _map(self, fn, *args):
-        if is_ragged(args[0]):
-            if len(args) > 1 and any(len(a) != len(args[0]) for a in args[1:]):
-                raise StructpredError(f"batch sizes differ: {[len(a) for a in args]}")
-            return [fn(*xs) for xs in zip(*args)]
-        return fn(*args)
+        return self.node_labels(y)
 
     # --- basic --------------------------------------------------------------------------
     def embed(self, y):
@@ -224,7 +142,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             a, b = self.check_labels(a), self.check_labels(b)
             if a.shape != b.shape:
                 raise StructpredError(f"sequences of different lengths: {a.shape[0]} and {b.shape[0]}")
-            return float(self.position_weights(a.shape[0]) @ self.node_loss[a, b])
+            return self._pair_loss(a, b)
 
         out = self._map(one, y, y2)
         return np.asarray(out) if is_ragged(y) else out
@@ -232,12 +150,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
     def linear_loss(self, y, mu):
         """``phi(y)^T A mu = sum_t w_t (C mu_t)[y_t] / sum w`` per sequence."""
         def one(s, m):
-            s = self.check_labels(s)
-            Mu, _ = self.split(m)
-            if Mu.shape[0] != s.shape[0]:
-                raise StructpredError(f"labels of length {s.shape[0]} but marginals of length {Mu.shape[0]}")
-            w = self.position_weights(s.shape[0])
-            return float(np.sum(w * np.einsum("tj,tj->t", self.node_loss[s], Mu)))
+            return self._linear_loss_nodes(self.check_labels(s), self.split(m)[0])
 
         return np.atleast_1d(np.asarray(self._map(one, y, mu)))
 
@@ -247,34 +160,14 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             s = self.check_labels(s)
             T = s.shape[0]
             out = np.zeros(self.dim(T))
-            out[: T * self.R] = (self.position_weights(T)[:, None] * self.node_loss[s]).ravel()
+            out[: T * self.R] = self._loss_rows(s).ravel()
             return out
 
         return self._map(one, y)
 
     def min_loss(self, mu):
         """``min_y' phi(y')^T A mu = sum_t w_t min_i (C mu_t)[i] / sum w`` per sequence."""
-        def one(m):
-            Mu, _ = self.split(m)
-            return float(self.position_weights(Mu.shape[0]) @ np.min(Mu @ self.node_loss.T, axis=1))
-
-        return np.atleast_1d(np.asarray(self._map(one, mu)))
-
-    def entropy(self, mu):
-        """Tree entropy ``sum_t H(mu_{t,t+1}) - sum_t (deg_t - 1) H(mu_t)`` (M4N App. G.2) of
-        consistent chain marginals; per sequence."""
-        def h(p):
-            p = p[p > 0]
-            return float(-np.sum(p * np.log(p)))
-
-        def one(m):
-            Mu, Pu = self.split(m)
-            T = Mu.shape[0]
-            if T == 1:
-                return h(Mu[0])
-            return sum(h(Pu[t]) for t in range(T - 1)) - sum(h(Mu[t]) for t in range(1, T - 1))
-
-        return np.atleast_1d(np.asarray(self._map(one, mu)))
+        return np.atleast_1d(np.asarray(self._map(lambda m: self._min_loss_nodes(self.split(m)[0]), mu)))
 
     def entropy_coefficients(self, mu) -> np.ndarray:
         """``c`` with ``entropy(mu) = -sum_j c_j mu_j log mu_j`` on one marginal vector: 1 on the
@@ -306,7 +199,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
             lab = self.check_labels(lab)
             if lab.shape[0] != U.shape[0]:
                 raise StructpredError(f"score of length {U.shape[0]} but labels of length {lab.shape[0]}")
-            Ua = U + self.position_weights(U.shape[0])[:, None] * self.node_loss[lab]
+            Ua = U + self._loss_rows(lab)
             out = np.empty(U.shape[0], dtype=np.int64)
             K_.viterbi(Ua, P, out)
             return out
@@ -327,7 +220,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
                 lab = self.check_labels(lab)
                 if lab.shape[0] != U.shape[0]:
                     raise StructpredError(f"score of length {U.shape[0]} but labels of length {lab.shape[0]}")
-                U = U + self.position_weights(U.shape[0])[:, None] * self.node_loss[lab]
+                U = U + self._loss_rows(lab)
             Y = np.zeros((K, U.shape[0]), dtype=np.int64)
             S = np.zeros(K)
             found = K_.top_k_viterbi(U, P, K, Y, S)
@@ -344,7 +237,7 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
         y = self.check_labels(y)
         if y.shape[0] != U.shape[0]:
             raise StructpredError(f"score of length {U.shape[0]} but labels of length {y.shape[0]}")
-        A = self.position_weights(U.shape[0])[:, None] * self.node_loss[y]
+        A = self._loss_rows(y)
         grad = np.empty(self.dim(U.shape[0]))
         Y = np.zeros((K, U.shape[0]), dtype=np.int64)
         S = np.zeros(K)
@@ -375,108 +268,26 @@ class Chain(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
 
     def bayes_decode(self, m):
         """``argmin_y' sum_t w_t sum_i m_t[i] C[i, y'_t]``: per node (positive weights)."""
-        def one(s):
-            Mu, _ = self.split(s)
-            return np.argmin(Mu @ self.node_loss, axis=1).astype(np.int64)
-
-        return self._map(one, m)
+        return self._map(lambda s: self._bayes_nodes(self.split(s)[0]), m)
 
     # --- max-min oracle ---------------------------------------------------------------
-    def init_maxmin_state(self, n: int):
-        """Cold-start states for ``n`` chains: ``[None] * n`` per player (lengths unknown)."""
-        return [None] * int(n), [None] * int(n)
-
-    def mix_warm_state(self, lmu, lnu, eps: float) -> None:
-        """In place: mix both warm iterates with the uniform distribution in the mean-parameter
-        space, as the other spaces do (see :func:`structpred.solvers.gbcfw`).
-
-        ``mu``: its marginals (sum-product) are mixed, ``(1 - eps) mu + eps * uniform`` (a
-        convex combination of consistent chain marginals is consistent), and mapped back to
-        the canonical natural parameters of a chain, ``log mu_{t,t+1}`` on the edges and
-        ``-(deg_t - 1) log mu_t`` on the nodes.  Tempering ``theta`` instead does not bound
-        the distance to the next best response: on CK emotion, GBCFW's mean oracle gap grew
-        to 27 at lambda = 2^-4 (0.06 cold).  ``nu``: ``(1 - eps) nu + eps / R``.
-        """
-        R = self.R
-        T = self.length(lmu)
-        m = self.marginals(lmu)
-        m *= 1.0 - eps
-        m[: T * R] += eps / R
-        m[T * R:] += eps / (R * R)
-        lmu[:] = np.log(m) * self.entropy_coefficients(m)
-        lnu[:] = np.logaddexp(lnu + np.log1p(-eps), np.log(eps / R))
-
-    def max_min(self, v, warm=None, n_iter: int = 10) -> MaxMinResult:
-        """SP-MP for ``max_mu min_nu sum_t nu_t^T A_t mu_t + <v, mu>`` (M4N eq. 14, App. G.2).
-
-        ``mu`` on the marginal polytope (sum-product projections), ``nu`` on a product of
-        simplices (softmax).  ``value = min_nu F(nu, mu_bar)`` and ``upper = max_mu
-        F(nu_bar, mu)`` (Viterbi) are exact, so ``gap`` is the exact duality gap of the
-        averaged pair.  ``warm``: a previous ``state`` (or ``None``).  Batches (lists)
-        return a :class:`MaxMinResult` of lists / arrays.
-        """
-        n_iter = int(n_iter)
-        if n_iter < 0:
-            raise StructpredError("n_iter must be >= 0")
-        if is_ragged(v):
-            ws = warm if warm is not None else self.init_maxmin_state(len(v))
-            rs = [self._max_min_one(s, (a, b), n_iter) for s, a, b in zip(v, ws[0], ws[1])]
-            return MaxMinResult([r.mu for r in rs], [r.nu for r in rs], np.array([r.gap for r in rs]),
-                                np.array([r.value for r in rs]), np.array([r.upper for r in rs]),
-                                ([r.state[0] for r in rs], [r.state[1] for r in rs]))
-        return self._max_min_one(v, warm if warm is not None else (None, None), n_iter)
-
     def _max_min_one(self, v, warm, n_iter):
+        """SP-MP on one chain (:meth:`NodeLoss.max_min`); the upper bound by Viterbi."""
         U, P = self._scores(v)
         T, R = U.shape
-        theta, lnu = warm
-        if theta is None:
-            theta = np.zeros(self.dim(T))
-        else:
-            theta = np.array(theta, dtype=np.float64)
-        if lnu is None:
-            lnu = np.full(T * R, -np.log(R))
-        else:
-            lnu = np.array(lnu, dtype=np.float64)
-        if theta.shape != (self.dim(T),) or lnu.shape != (T * R,):
-            raise StructpredError(f"warm state does not fit a chain of length {T}")
-        Lw = self.weighted_loss(T)
-        eta = 1.0 / (2.0 * self._cmax * float(np.max(self.position_weights(T))))
-        iters = n_iter * T if self.iterations_per_node else n_iter
+        theta, lnu = self._warm(warm, T)
         mu = np.empty(self.dim(T))
         mu_node = mu[: T * R].reshape(T, R)
         mu_edge = mu[T * R:].reshape(T - 1, R, R)
         nu = np.empty((T, R))
         thU = theta[: T * R].reshape(T, R)
         thP = theta[T * R:].reshape(T - 1, R, R)
-        K_.spmp(U, P, Lw, self._kind, eta, iters, thU, thP, lnu.reshape(T, R), mu_node, mu_edge, nu)
-        _make_feasible(mu_node, mu_edge, nu)
-        # exact bounds of the averaged pair
-        lower = float(np.sum(np.min(np.einsum("tij,tj->ti", Lw, mu_node), axis=1))) + float(v @ mu)
-        Uq = U + np.einsum("tij,ti->tj", Lw, nu)
-        ymax = np.empty(T, dtype=np.int64)
-        upper = float(K_.viterbi(np.ascontiguousarray(Uq), P, ymax))
+        K_.spmp(U, P, self.weighted_loss(T), self._kind, self.spmp_step(T), self._spmp_iterations(n_iter, T),
+                thU, thP, lnu.reshape(T, R), mu_node, mu_edge, nu)
+        TK.make_feasible(TK.chain_parents(T), mu_node, mu_edge, nu)
+        lower = self._maxmin_lower(v, mu)
+        upper = float(K_.viterbi(self._against(U, nu), P, np.empty(T, dtype=np.int64)))
         return MaxMinResult(mu, nu.ravel(), upper - lower, lower, upper, (theta, lnu))
-
-
-def _make_feasible(node, edge, nu) -> None:
-    """In place: the closest-by-construction exact point of the marginal polytope and of the
-    product of simplices.
-
-    The averaged SP-MP iterates leave the polytope by round-off (unary rows summing to
-    ``1 + 3e-10``, edges inconsistent with their unaries), which scores of size 500 turn into
-    bounds off by ``1e-6``.  ``mu`` is replaced by the marginals of the Markov chain with
-    start ``node[0] / sum`` and transitions ``edge[t][i, :] / sum_j edge[t][i, j]`` (exactly
-    consistent, and equal to ``mu`` when ``mu`` is consistent); ``nu``'s rows are normalised.
-    """
-    R = node.shape[1]
-    nu /= nu.sum(axis=1, keepdims=True)
-    node[0] /= node[0].sum()
-    for t in range(edge.shape[0]):
-        rows = edge[t].sum(axis=1, keepdims=True)
-        cond = np.where(rows > 0, edge[t] / np.where(rows > 0, rows, 1.0), 1.0 / R)
-        edge[t] = node[t][:, None] * cond
-        node[t + 1] = edge[t].sum(axis=0)
 
 
 __all__ = ["NODE_LOSSES", "Chain", "node_loss_matrix"]

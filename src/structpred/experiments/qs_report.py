@@ -77,7 +77,7 @@ def metric_bars(table: pd.DataFrame, path, *, title: str) -> None:
         ax.set_xticks(x, part["method"])
         ax.set_title(metric)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(title, y=1.04)
     save_figure(fig, path)
 
 

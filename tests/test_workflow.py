@@ -25,8 +25,9 @@ def test_paper_config_drysnakemake(workdir):
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     # Casimir: Fig. 2 (3 c x 5 methods x 10 seeds) and Fig. 5a-d (3 seeds each)
     n_casimir = 3 * 5 * 10 + 3 * (2 * 6 + 1 * 4 + 2 * 6 + 1 * 6)
-    # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs)
-    n_qs = 5 * 3 * 10 + 2 * 10
+    # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs),
+    # MovieLens (5 methods and the popularity reference x 10 trials)
+    n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits, Casimir's runs, QS
     assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + n_casimir + n_qs
     assert counts["select_model"] == 4  # AGM's cross-validation, once per method
@@ -65,7 +66,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "tables/agm_emotion.csv", "figures/m4n_table1.png", "figures/agm_emotion.png",
                  "tables/casimir_ner.csv", "tables/casimir_ner_curves.csv", "figures/casimir_ner/fig2.png",
                  "figures/casimir_ner/fig5d.png", "tables/qs_robust.csv", "figures/qs_robust.png",
-                 "tables/qs_usps.csv", "figures/qs_usps/digits.png"]:
+                 "tables/qs_usps.csv", "figures/qs_usps/digits.png", "tables/qs_movielens.csv",
+                 "figures/qs_movielens.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -124,6 +126,11 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert usps["mean"].between(0, 2).all()
     recognition = usps[usps["metric"] == "recognition"]["mean"]
     assert (recognition < 0.6).all()  # reconstructions are far better than chance (0.9) for the classifier
+    movies = pd.read_csv(workdir / "reports" / "tables" / "qs_movielens.csv")
+    assert set(movies["method"]) == {"QS", "Linear", "Hinge", "Logistic", "SVM-Struct", "Popularity"}
+    assert (movies["metric"] == "rank_loss").all() and (movies["n_splits"] == 2).all()
+    assert movies["mean"].between(0.2, 0.6).all()  # a random ranking scores about 0.5
+    assert movies.loc[movies["method"] != "Popularity", "reference"].notna().all()
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
     snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)

@@ -74,7 +74,7 @@ def metric_bars(table: pd.DataFrame, path, *, title: str) -> None:
         x = np.arange(len(part))
         ax.bar(x, part["mean"], yerr=part["std"], capsize=3, color=[f"C{j}" for j in range(len(part))])
         ax.scatter(x, part["reference"], marker="_", s=300, linewidths=2, color="black", zorder=3, label="paper")
-        ax.set_xticks(x, part["method"])
+        ax.set_xticks(x, part["method"], rotation=30, ha="right")
         ax.set_title(metric)
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title, y=1.04)

@@ -30,13 +30,21 @@ def token_f1(y_true, y_pred, labels) -> float:
     return float(f1_score(t, p, labels=list(labels), average="weighted", zero_division=0))
 
 
+def _tag_names(sequences, names) -> list:
+    """``names[id]`` of every tag id, one list per sequence (one lookup for all tokens)."""
+    if len(sequences) == 0:
+        return []
+    flat = names[_flat(sequences, "a tag sequence list")].tolist()
+    ends = np.cumsum([len(s) for s in sequences]).tolist()
+    return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
 def entity_f1(y_true, y_pred, tag_names) -> float:
     """CoNLL chunk-level F1 of tag-id sequences (``tag_names[id]`` gives ``B-X`` / ``I-X`` / ``O``)."""
     names = np.asarray(tag_names, dtype=object)
     if len(y_true) != len(y_pred):
         raise StructpredError(f"y_true has {len(y_true)} sequences but y_pred has {len(y_pred)}")
-    true = [list(names[np.asarray(s)]) for s in y_true]
-    pred = [list(names[np.asarray(s)]) for s in y_pred]
+    true, pred = _tag_names(y_true, names), _tag_names(y_pred, names)
     if any(len(a) != len(b) for a, b in zip(true, pred)):
         raise StructpredError("a predicted sequence differs in length from its true one")
     return float(chunk_f1(true, pred))

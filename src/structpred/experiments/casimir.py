@@ -146,9 +146,7 @@ class HeldOut:
 
         out = {}
         for part, pb in self.problems.items():
-            V = pb.fmap.scores(W)
-            val, _ = self.hinge.value_grad(V, pb.y)
-            pred = self.hinge.predict(V)
+            val, pred = pb.evaluate(self.hinge, W)
             out[f"{part}_objective"] = float(np.mean(val)) + pb.regulariser(W)
             out[f"{part}_token_f1"] = token_f1(pb.y, pred, self.labels)
             out[f"{part}_entity_f1"] = entity_f1(pb.y, pred, self.tag_names)

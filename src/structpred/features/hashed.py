@@ -37,11 +37,13 @@ def _h(j, a, b, dim):
     return (506447 + 961 * j + 31 * a + b) % dim
 
 
-@njit(cache=True)
-def _label_index(tok, a, T, t, lab, previous, dim, idx):
-    """The 12 indices (``-1``: absent) of the templates at position ``t`` that pair the tag
-    ``lab``, the current tag (templates 0, 2, 4, 6, 8, 15-20 and the bigram from START at
-    t = 0) or, if ``previous``, the previous one (1, 3, 5, 7, 9, 21-26), with the window."""
+@njit(cache=True, inline="always")
+def _label_slots(tok, a, T, t, previous, dim, idx):
+    """The 12 indices (``-1``: absent) of the templates at position ``t`` that pair the label
+    0, as the current tag (templates 0, 2, 4, 6, 8, 15-20 and the bigram from START at t = 0)
+    or, if ``previous``, as the previous one (1, 3, 5, 7, 9, 21-26), with the window; label
+    ``l``'s indices follow by :func:`_next_label` (the label enters the hash as ``+ l`` or
+    ``+ 31 l``, so each step adds 1 or 31 modulo ``dim``)."""
     jw = 1 if previous else 0
     jt = 21 if previous else 15
     wm1 = tok[a + t - 1, 0] if t > 0 else START
@@ -50,18 +52,28 @@ def _label_index(tok, a, T, t, lab, previous, dim, idx):
     chkm1 = tok[a + t - 1, 2] if t > 0 else START
     posp1 = tok[a + t + 1, 1] if t < T - 1 else STOP
     chkp1 = tok[a + t + 1, 2] if t < T - 1 else STOP
-    idx[0] = _h(jw, tok[a + t, 0], lab, dim)
-    idx[1] = _h(2 + jw, tok[a + t - 2, 0], lab, dim) if t > 1 else -1
-    idx[2] = _h(4 + jw, tok[a + t + 2, 0], lab, dim) if t < T - 2 else -1
-    idx[3] = _h(6 + jw, wm1, lab, dim)
-    idx[4] = _h(8 + jw, wp1, lab, dim)
-    idx[5] = _h(jt, lab, tok[a + t, 1], dim)
-    idx[6] = _h(jt + 1, lab, posp1, dim)
-    idx[7] = _h(jt + 2, lab, posm1, dim)
-    idx[8] = _h(jt + 3, lab, tok[a + t, 2], dim)
-    idx[9] = _h(jt + 4, lab, chkp1, dim)
-    idx[10] = _h(jt + 5, lab, chkm1, dim)
-    idx[11] = _h(10, START, lab, dim) if t == 0 and not previous else -1
+    idx[0] = _h(jw, tok[a + t, 0], 0, dim)
+    idx[1] = _h(2 + jw, tok[a + t - 2, 0], 0, dim) if t > 1 else -1
+    idx[2] = _h(4 + jw, tok[a + t + 2, 0], 0, dim) if t < T - 2 else -1
+    idx[3] = _h(6 + jw, wm1, 0, dim)
+    idx[4] = _h(8 + jw, wp1, 0, dim)
+    idx[5] = _h(jt, 0, tok[a + t, 1], dim)
+    idx[6] = _h(jt + 1, 0, posp1, dim)
+    idx[7] = _h(jt + 2, 0, posm1, dim)
+    idx[8] = _h(jt + 3, 0, tok[a + t, 2], dim)
+    idx[9] = _h(jt + 4, 0, chkp1, dim)
+    idx[10] = _h(jt + 5, 0, chkm1, dim)
+    idx[11] = _h(10, START, 0, dim) if t == 0 and not previous else -1
+
+
+@njit(cache=True, inline="always")
+def _next_label(idx, dim):
+    """The indices of :func:`_label_slots` for the next label: ``+1`` for the word templates
+    and the bigram (slots 0-4, 11), ``+31`` for the POS and chunk ones (slots 5-10), mod ``dim``."""
+    for m in range(12):
+        if idx[m] >= 0:
+            j = idx[m] + (31 if 5 <= m <= 10 else 1)
+            idx[m] = j - dim if j >= dim else j
 
 
 @njit(cache=True)
@@ -69,26 +81,29 @@ def _score(tok, a, b, R, W, out):
     """``out = [U (T, R) | P (T-1, R, R)]`` of the sentence ``tok[a:b]``."""
     T = b - a
     dim = W.shape[0]
-    iu = np.empty(12, dtype=np.int64)
-    ip = np.empty(12, dtype=np.int64)
+    idx = np.empty(12, dtype=np.int64)
     for t in range(T):
+        _label_slots(tok, a, T, t, False, dim, idx)
         for y in range(R):
-            _label_index(tok, a, T, t, y, False, dim, iu)
             s = 0.0
             for m in range(12):
-                if iu[m] >= 0:
-                    s += W[iu[m]]
+                if idx[m] >= 0:
+                    s += W[idx[m]]
             out[t * R + y] = s
+            _next_label(idx, dim)
         if t > 0:
             base = T * R + (t - 1) * R * R
+            _label_slots(tok, a, T, t, True, dim, idx)
             for p in range(R):
-                _label_index(tok, a, T, t, p, True, dim, ip)
                 s = 0.0
                 for m in range(12):
-                    if ip[m] >= 0:
-                        s += W[ip[m]]
+                    if idx[m] >= 0:
+                        s += W[idx[m]]
+                bigram = _h(10, p, 0, dim)
                 for y in range(R):
-                    out[base + p * R + y] = s + W[_h(10, p, y, dim)]
+                    out[base + p * R + y] = s + W[bigram]
+                    bigram = bigram + 1 - dim if bigram + 1 >= dim else bigram + 1
+                _next_label(idx, dim)
 
 
 @njit(cache=True)
@@ -96,30 +111,33 @@ def _add(tok, a, b, R, G, g):
     """``G += Psi g``: the adjoint of :func:`_score`."""
     T = b - a
     dim = G.shape[0]
-    iu = np.empty(12, dtype=np.int64)
-    ip = np.empty(12, dtype=np.int64)
+    idx = np.empty(12, dtype=np.int64)
     for t in range(T):
+        _label_slots(tok, a, T, t, False, dim, idx)
         for y in range(R):
             c = g[t * R + y]
             if c != 0.0:
-                _label_index(tok, a, T, t, y, False, dim, iu)
                 for m in range(12):
-                    if iu[m] >= 0:
-                        G[iu[m]] += c
+                    if idx[m] >= 0:
+                        G[idx[m]] += c
+            _next_label(idx, dim)
         if t > 0:
             base = T * R + (t - 1) * R * R
+            _label_slots(tok, a, T, t, True, dim, idx)
             for p in range(R):
                 c = 0.0
+                bigram = _h(10, p, 0, dim)
                 for y in range(R):
                     gy = g[base + p * R + y]
                     if gy != 0.0:
                         c += gy
-                        G[_h(10, p, y, dim)] += gy
+                        G[bigram] += gy
+                    bigram = bigram + 1 - dim if bigram + 1 >= dim else bigram + 1
                 if c != 0.0:
-                    _label_index(tok, a, T, t, p, True, dim, ip)
                     for m in range(12):
-                        if ip[m] >= 0:
-                            G[ip[m]] += c
+                        if idx[m] >= 0:
+                            G[idx[m]] += c
+                _next_label(idx, dim)
 
 
 class WindowVocabulary:

@@ -43,28 +43,35 @@ def viterbi(U, P, out):
 
 
 @njit(cache=True)
-def _merge_top(sc, t, P, b, K, out_s, out_l, out_r, head):
+def _merge_top(sc, t, P, b, K, out_s, out_l, out_r, head, cand):
     """The ``K`` largest of ``sc[t, a, r] + P[t, a, b]`` (``b < 0``: no ``P`` term; each
     ``sc[t, a]`` sorted decreasing) by a K-way merge, ties to the smaller ``a`` then ``r`` (the
     order of a stable sort of the flattened candidates); fills scores, rows and ranks
-    (``head``: work array of length R)."""
+    (``head``, ``cand``: work arrays of length R, the next rank of each row and its candidate)."""
     R = sc.shape[1]
-    head[:] = 0
+    for a in range(R):
+        head[a] = 0
+        c = sc[t, a, 0]
+        if b >= 0:
+            c += P[t, a, b]
+        cand[a] = c
     for k in range(K):
         best = -1
         val = -np.inf
         for a in range(R):
-            if head[a] < K:
-                c = sc[t, a, head[a]]
-                if b >= 0:
-                    c += P[t, a, b]
-                if best < 0 or c > val:
-                    best = a
-                    val = c
+            if head[a] < K and (best < 0 or cand[a] > val):
+                best = a
+                val = cand[a]
         out_s[k] = val
         out_l[k] = best
         out_r[k] = head[best]
-        head[best] += 1
+        r = head[best] + 1
+        head[best] = r
+        if r < K:
+            c = sc[t, best, r]
+            if b >= 0:
+                c += P[t, best, b]
+            cand[best] = c
 
 
 @njit(cache=True)
@@ -83,15 +90,16 @@ def top_k_viterbi(U, P, K, Y, S):
     for b in range(R):
         sc[0, b, 0] = U[0, b]
     head = np.empty(R, dtype=np.int64)
+    cand = np.empty(R)
     for t in range(1, T):
         for b in range(R):
-            _merge_top(sc, t - 1, P, b, K, sc[t, b], bl[t, b], br[t, b], head)
+            _merge_top(sc, t - 1, P, b, K, sc[t, b], bl[t, b], br[t, b], head, cand)
             for r in range(K):
                 sc[t, b, r] += U[t, b]
     top_s = np.empty(K)
     top_l = np.empty(K, dtype=np.int64)
     top_r = np.empty(K, dtype=np.int64)
-    _merge_top(sc, T - 1, P, -1, K, top_s, top_l, top_r, head)
+    _merge_top(sc, T - 1, P, -1, K, top_s, top_l, top_r, head, cand)
     found = 0
     for r in range(K):
         if top_s[r] == NEG:
@@ -529,16 +537,11 @@ def weighted_embedding(Y, w, R, out):
 
 
 @njit(cache=True)
-def smoothed_top_k(U, P, y, A, K, mu, grad, Y, S):
-    """Top-K l2-smoothed hinge of one chain (Casimir §4.2) in one compiled call.
-
-    ``A (T, R)``: the loss scores ``w_t C[y_t, :]`` added to the unaries; the K best
-    loss-augmented sequences ``Y`` with scores ``S`` (decreasing), ``u = proj_simplex(S / mu)``;
-    writes ``grad = sum_k u_k phi(Y_k) - phi(y)`` and returns
-    ``u.S - mu/2 ||u||^2 - <phi(y), v>``.
-    """
-    T, R = U.shape
-    found = top_k_viterbi(U + A, P, K, Y, S)
+def top_k_weights(Ua, P, K, mu, Y, S, u):
+    """The l2 smoothing's top-K part (Casimir §4.2): the ``K`` best sequences ``Y`` of the
+    loss-augmented unaries ``Ua`` with scores ``S`` (decreasing) and ``u[k] = S[k] / mu - theta``,
+    ``proj_simplex(S / mu) = max(u, 0)``; returns how many were found."""
+    found = top_k_viterbi(Ua, P, K, Y, S)
     # projection of the sorted S / mu onto the simplex
     csum = 0.0
     theta = 0.0
@@ -547,24 +550,61 @@ def smoothed_top_k(U, P, y, A, K, mu, grad, Y, S):
         t = (csum - 1.0) / (k + 1)
         if S[k] / mu - t > 0:
             theta = t
-    value = 0.0
-    sq = 0.0
+    for k in range(found):
+        u[k] = S[k] / mu - theta
+    return found
+
+
+@njit(cache=True)
+def weighted_embedding_minus(Y, u, found, y, R, grad):
+    """``grad = sum_k u_k phi(Y_k) - phi(y)`` over the ``k < found`` with ``u_k > 0`` (the
+    gradient of the smoothed hinge; ``u = [1]``: the hinge's ``phi(y*) - phi(y)``)."""
+    T = y.shape[0]
     grad[:] = 0.0
     for k in range(found):
-        uk = S[k] / mu - theta
+        uk = u[k]
         if uk <= 0:
             continue
-        value += uk * S[k]
-        sq += uk * uk
         for t in range(T):
             grad[t * R + Y[k, t]] += uk
             if t + 1 < T:
                 grad[T * R + t * R * R + Y[k, t] * R + Y[k, t + 1]] += uk
-    value -= 0.5 * mu * sq
     for t in range(T):
         grad[t * R + y[t]] -= 1.0
-        value -= U[t, y[t]]
         if t + 1 < T:
             grad[T * R + t * R * R + y[t] * R + y[t + 1]] -= 1.0
+
+
+@njit(cache=True)
+def smoothed_value(U, P, y, S, u, found, mu):
+    """``u.S - mu/2 ||u||^2 - <phi(y), v>`` over the ``k < found`` with ``u_k > 0``."""
+    T = U.shape[0]
+    value = 0.0
+    sq = 0.0
+    for k in range(found):
+        uk = u[k]
+        if uk <= 0:
+            continue
+        value += uk * S[k]
+        sq += uk * uk
+    value -= 0.5 * mu * sq
+    for t in range(T):
+        value -= U[t, y[t]]
+        if t + 1 < T:
             value -= P[t, y[t], y[t + 1]]
     return value
+
+
+@njit(cache=True)
+def smoothed_top_k(U, P, y, A, K, mu, grad, Y, S):
+    """Top-K l2-smoothed hinge of one chain (Casimir §4.2) in one compiled call.
+
+    ``A (T, R)``: the loss scores ``w_t C[y_t, :]`` added to the unaries; the K best
+    loss-augmented sequences ``Y`` with scores ``S`` (decreasing), ``u = proj_simplex(S / mu)``;
+    writes ``grad = sum_k u_k phi(Y_k) - phi(y)`` and returns
+    ``u.S - mu/2 ||u||^2 - <phi(y), v>``.
+    """
+    u = np.empty(K)
+    found = top_k_weights(U + A, P, K, mu, Y, S, u)
+    weighted_embedding_minus(Y, u, found, y, U.shape[1], grad)
+    return smoothed_value(U, P, y, S, u, found, mu)

@@ -220,6 +220,9 @@ def sdca_pass(X, y, W, mu, lam, order, xnorm2):
 class MulticlassPasses:
     """The loops above bound to a multiclass space, a linear joint map and the labels."""
 
+    #: surrogate oracles with compiled primal passes: none (the primal rules step generically)
+    oracles = ()
+
     def __init__(self, space, fmap, y):
         self.X, self.xnorm2, self.y = fmap.X, fmap.xnorm2, y
         self.A, self.kind, self.eta = space.loss_matrix, np.int64(space.kind), float(space.eta)

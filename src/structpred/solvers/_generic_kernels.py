@@ -1,10 +1,10 @@
 """Generic (Python-level) per-pass loops of the dual block solvers.
 
 Used for every (output space, joint map) pair for which the space offers no compiled pass
-loops (``OutputSpace.pass_kernels`` returns ``None``).  Each step calls the space's public
-oracles on one sample (``loss_augmented``, ``embed``, ``loss``, ``linear_loss`` for BCFW;
-the max-min surrogate's warm-started oracle for GBCFW; ``marginals`` and
-``entropy_coefficients`` for SDCA) and the map's ``score`` / ``add`` / ``norm2``
+loop (``OutputSpace.pass_kernels`` returns ``None``, or an object without that loop).  Each
+step calls the space's public oracles on one sample (``loss_augmented``, ``embed``, ``loss``,
+``linear_loss`` for BCFW; the max-min surrogate's warm-started oracle for GBCFW; ``marginals``
+and ``entropy_coefficients`` for SDCA) and the map's ``score`` / ``add`` / ``norm2``
 (:mod:`structpred.features.joint`).  A space's compiled loops are bound objects with the
 same methods, so the step rules call either without knowing which.
 """
@@ -53,14 +53,22 @@ def _sdca_step(mu, d, c, a, b):
     return g
 
 
+#: the per-pass loops of the dual solvers
+DUAL_LOOPS = ("bcfw_pass", "gbcfw_pass", "sdca_pass")
+
+
 class GenericKernels:
     """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``
-    (labels ``y``)."""
+    (labels ``y``); each loop that ``compiled`` (the space's ``pass_kernels``) has replaces the
+    generic one."""
 
-    def __init__(self, space, fmap, y):
+    def __init__(self, space, fmap, y, compiled=None):
         self.space = space
         self.fmap = fmap
         self.y = y
+        for name in DUAL_LOOPS:
+            if hasattr(compiled, name):
+                setattr(self, name, getattr(compiled, name))
 
     def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search; same

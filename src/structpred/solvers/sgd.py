@@ -23,6 +23,8 @@ class SGD(StepRule):
     ``W <- W - eta_t (Psi_i dS/dv_i + lam W)``, ``eta_t = eta0 / (1 + t / t0)`` (``t`` counts
     steps from 0); reports the weighted average ``W_bar_T = 2 / (T (T + 1)) sum_t t W_t``
     (``averaging=False``: the last iterate).  Objective: ``primal`` of the (non-smooth) target.
+    A pass runs in the space's compiled loops when they have the surrogate's oracle
+    (``Problem.primal_kernels``), else one :meth:`step` per sample.
     """
 
     name = "SGD"
@@ -44,6 +46,15 @@ class SGD(StepRule):
         self.W_avg = np.zeros_like(self.W)
         self.t = 0
         self.surrogate.init_state(problem.n)
+        self.kernels = problem.primal_kernels(self.surrogate)
+
+    def epoch(self, order) -> None:
+        if self.kernels is None:
+            super().epoch(order)
+            return
+        self.t = self.kernels.sgd_pass(self.W, self.W_avg, order, self.t, self.eta0, self.t0, self.problem.lam,
+                                       self.surrogate.pass_oracle())
+        self.oracle_calls += len(order)
 
     def step(self, i: int) -> None:
         pb = self.problem

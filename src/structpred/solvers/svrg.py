@@ -5,7 +5,10 @@ a (smoothed) surrogate.  One pass is one SVRG epoch: the full gradient at the ep
 ``Z`` (not counted as oracle calls, as the paper), then ``n`` steps
 ``W <- W - eta (grad f_i(W) - grad f_i(Z) + grad f(Z) + lam W [+ kappa (W - prox_centre)])``
 (in place: a dense affine update and the oracles' sparse scatter),
-two oracle calls each; the epoch's result is the average of its inner iterates.
+two oracle calls each; the epoch's result is the average of its inner iterates.  The full
+gradient and the pass run in the space's compiled loops when they have the surrogate's oracle
+(``Problem.primal_kernels``: these keep the oracle's answers at ``Z`` from the full gradient),
+else through the surrogate, one :meth:`SVRG.step` per sample.
 """
 
 from __future__ import annotations
@@ -65,10 +68,15 @@ class SVRG(StepRule):
     def init(self, problem) -> None:
         super().init(problem)
         self.surrogate.init_state(problem.n)
+        self.kernels = problem.primal_kernels(self.surrogate)
 
     def data_gradient(self, W) -> np.ndarray:
-        """``(1/n) sum_i Psi_i grad S(v_i, y_i)`` at ``W`` (no regulariser)."""
+        """``(1/n) sum_i Psi_i grad S(v_i, y_i)`` at ``W`` (no regulariser); compiled, the
+        oracle's answers at ``W`` are kept for the pass (``self.answers``)."""
         pb = self.problem
+        if self.kernels is not None:
+            G, self.answers = self.kernels.anchor(W, self.surrogate.pass_oracle())
+            return G / pb.n
         _, grads = self.surrogate.value_grad(pb.fmap.scores(W), pb.y)
         G = np.zeros_like(W)
         for i in range(pb.n):
@@ -82,6 +90,15 @@ class SVRG(StepRule):
         self.inner_sum = np.zeros_like(self.W)
         self.eta = self.step_size()
         self.D = self.drift()
+
+    def epoch(self, order) -> None:
+        if self.kernels is None:
+            super().epoch(order)
+            return
+        rho = 1.0 - self.eta * (self.problem.lam + self.kappa)
+        self.kernels.svrg_pass(self.W, self.D, self.inner_sum, rho, -self.eta, order, self.surrogate.pass_oracle(),
+                               self.answers)
+        self.oracle_calls += 2 * len(order)
 
     def step(self, i: int) -> None:
         # W <- W - eta (D + (lam + kappa) W + Psi_i (g_i(W) - g_i(Z))), in place

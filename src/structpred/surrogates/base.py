@@ -7,7 +7,9 @@ space.  A surrogate states the capabilities it needs (``requires``); solvers onl
 ``sample_grad(i, v, y)`` one sample of a training pass: ``dS/dv``, updating the sample's
                          state (warm starts of the max-min oracle);
 ``init_state(n)``        allocates that state for ``n`` samples;
-``predict(V)``           the decoding that goes with the surrogate.
+``predict(V)``           the decoding that goes with the surrogate;
+``pass_oracle()``        the space oracle behind its sample gradients and values, for the
+                         compiled passes of a space (``OutputSpace.pass_kernels``), or ``None``.
 
 Parameters that change during training (a smoothing ``mu`` set per epoch) are plain
 attributes the step rule may set.
@@ -56,3 +58,10 @@ class Surrogate(ABC):
     def predict(self, V):
         """Outputs for scores ``V``: MAP decoding (``argmax_y <phi(y), v>``) by default."""
         return self.space.decode(V)
+
+    def pass_oracle(self):
+        """``(name, parameters)`` of the space oracle that gives this surrogate's sample gradients
+        and values, so that a space's compiled passes may call it in place of ``sample_grad`` /
+        ``value_grad`` (a surrogate that names one predicts by MAP decoding); ``None``: the
+        passes go through the surrogate's methods."""
+        return None

@@ -87,6 +87,9 @@ class TopKSmoothedHinge(_SmoothedHinge):
     def sample_grad(self, i, v, y):
         return self._one(v, y)[1]
 
+    def pass_oracle(self):
+        return ("smoothed_top_k", (self.K, check_positive(self.mu, "mu")))
+
 
 class EntropySmoothedHinge(_SmoothedHinge):
     """Entropy-smoothed hinge (Casimir §4.1): ``S_mu(v, y) = mu log sum_y' exp(s(y') / mu) -

@@ -1,6 +1,7 @@
 """Benchmark: the tree space's sum-product and max-product on SRL-sized trees, against plain C.
 
 Usage: python bench/bench_tree.py [--quick] [--R 9] [--nodes 20 40] [--pool 256] [--seconds 0.3] [--repeat 5] [--seed 0]
+                               [--no-game] [--game-pool 16] [--game-scale 3]
 
 A pool of ``--pool`` random trees with ``T`` uniform in ``--nodes`` (20..40: the pruned parse
 trees of a CoNLL-2005 proposition, AGM §4.2) over ``R = 9`` labels (the 9 SRL classes); each
@@ -32,6 +33,17 @@ messages with back-pointers, labels top-down).  Columns:
 >= 0.67).  Before timing, C's marginals, ``log Z`` and max-product labellings are checked
 against ours on every tree of the pool.  The machine load average is printed: the numbers only
 compare between runs on an otherwise idle machine.
+
+Second table (skipped with ``--no-game``): AGM's max-min game, **exact game vs SP-MP, time to a
+certified gap**, milliseconds per tree (cold starts, public calls ``sp.max_min_exact(v, tol=gap)``
+and ``sp.max_min(v, n_iter=K)``, best of ``--repeat`` passes over the pool).  Pools of
+``--game-pool`` (16) inputs: chains of 20..40 nodes over R = 3 labels (the emotion sizes, every
+node loss, position weights) and random recursive trees of 30 nodes over R = 9 labels (SRL's
+ordinal classes: the absolute loss); scores N(0, (c / T)^2) with ``c = --game-scale`` (3: the
+per-node score size of an AGM trained on emotion-like data).  A target ``gap`` is reached when
+*every* input's gap ``upper - value`` is at most ``gap``: the exact game stops there by itself;
+SP-MP takes the first of ``K = 1, 2, 5, ..., 200`` iterations per node that reaches it (``>``:
+not within 200; the passes of a cell stop repeating once they took 2 s).
 """
 
 from __future__ import annotations
@@ -259,6 +271,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=None, help="time per measurement (0.3 s)")
     ap.add_argument("--repeat", type=int, default=5, help="measurements per cell, the best is kept (5)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-game", action="store_true", help="skip the exact game vs SP-MP table")
+    ap.add_argument("--game-pool", type=int, default=None, help="inputs per game row (16; 4 with --quick)")
+    ap.add_argument("--game-scale", type=float, default=3.0, help="scores N(0, (c / T)^2) of the game rows")
     args = ap.parse_args()
     seconds = args.seconds or (0.03 if args.quick else 0.3)
     n_pool = args.pool or (64 if args.quick else 256)
@@ -364,6 +379,69 @@ def main():
             vals = [fmt(r["method"]), fmt(r["kernel"]), fmt(r.get("C")), fmt(kc, True),
                     fmt(r["loop numba"]), fmt(r.get("loop C")), fmt(lc, True)]
             print(f"{name:<14}" + "".join(vals), flush=True)
+    if not args.no_game:
+        game_table(args)
+
+
+#: target certified gaps of the game table, and SP-MP's iterations per node tried for each
+GAPS = (1e-2, 1e-4, 1e-6)
+SPMP_LADDER = (1, 2, 5, 10, 20, 50, 100, 200)
+
+
+def game_table(args):
+    """Exact game vs SP-MP: milliseconds per input to a certified gap (see the module docstring)."""
+    import time
+
+    from structpred.outputs import Chain, Tree, TreeArray
+
+    n_pool = args.game_pool or (4 if args.quick else 16)
+    rng = np.random.default_rng(args.seed)
+    cases = [(f"chain R=3 {loss}", Chain(3, loss, weights="position"), 3, (20, 40), False)
+             for loss in ("zero_one", "absolute", "squared")]
+    cases.append(("tree R=9 absolute", Tree(9, "absolute", weights="position"), 9, (30, 30), True))
+
+    def best_ms(fn, vs):
+        """Best of ``--repeat`` passes over the pool (fewer once 2 s are spent): ms per input, and
+        the results of the last pass."""
+        times = []
+        while len(times) < args.repeat and sum(times) < 2.0:
+            t0 = time.perf_counter()
+            out = [fn(v) for v in vs]
+            times.append(time.perf_counter() - t0)
+        return 1e3 * min(times) / len(vs), out
+
+    print()
+    print(f"AGM's game, exact (BFGS on the Lagrangian dual) vs SP-MP: ms per input to a certified gap, "
+          f"{n_pool} inputs per row, scores N(0, ({args.game_scale:g} / T)^2), cold starts, best of {args.repeat}")
+    print(f"{'input':<22}{'gap':>8}{'exact ms':>11}{'exact gap':>11}{'SP-MP K':>9}{'SP-MP ms':>11}"
+          f"{'SP-MP gap':>11}{'SP-MP/exact':>13}")
+    for name, sp, R, (lo, hi), tree in cases:
+        vs = []
+        for _ in range(n_pool):
+            T = int(rng.integers(lo, hi + 1))
+            parents = [-1] + [int(rng.integers(0, t)) for t in range(1, T)] if tree else np.arange(-1, T - 1)
+            vs.append(TreeArray(rng.normal(size=sp.dim(T)) * args.game_scale / T, parents))
+        if not tree:
+            vs = [np.asarray(v) for v in vs]
+        sp.max_min_exact(vs[0])                       # compile / load the caches (not timed)
+        sp.max_min(vs[0], n_iter=1)
+        ladder = []                                   # (K, ms per input, max gap) of SP-MP
+        for K in SPMP_LADDER:
+            ms, res = best_ms(lambda v: sp.max_min(v, n_iter=K), vs)
+            ladder.append((K, ms, max(r.gap for r in res)))
+            if ladder[-1][2] <= min(GAPS):
+                break
+        for gap in GAPS:
+            ms, res = best_ms(lambda v: sp.max_min_exact(v, tol=gap), vs)
+            g_exact = max(r.gap for r in res)
+            hit = next((row for row in ladder if row[2] <= gap), None)
+            if hit is None:
+                K, ms_s, g_s = ladder[-1]
+                spmp = f"{'>' + str(K):>9}{'>' + f'{ms_s:.2f}':>11}{g_s:>11.1e}{'>' + f'{ms_s / ms:.1f}':>13}"
+            else:
+                K, ms_s, g_s = hit
+                spmp = f"{K:>9}{ms_s:>11.2f}{g_s:>11.1e}{ms_s / ms:>13.1f}"
+            print(f"{name:<22}{gap:>8.0e}{ms:>11.2f}{g_exact:>11.1e}" + spmp, flush=True)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,9 @@ def test_space_conforms(name, factory, size):
         res = space.max_min(v, n_iter=200)
         assert res.value - 1e-9 <= exact <= res.upper + 1e-9
         assert res.gap >= -1e-12
+        if "exact max-min game" in caps:
+            res = space.max_min_exact(v)
+            assert res.value - 1e-9 <= exact <= res.upper + 1e-9 and res.gap <= 1e-9
 
 
 def maxmin_by_lp(E, L, v) -> float:

@@ -28,8 +28,9 @@ def test_paper_config_drysnakemake(workdir):
     # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs),
     # MovieLens (5 methods and the popularity reference x 10 trials)
     n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10
-    # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits, Casimir's runs, QS
-    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + n_casimir + n_qs
+    # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
+    # Casimir's runs, QS
+    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs
     assert counts["select_model"] == 4  # AGM's cross-validation, once per method
     # history figures: Casimir's Fig. 2, 5a-d, QS's USPS digit grid
     assert counts["curve_table"] == 2 and counts["curve_figure"] == 6
@@ -67,7 +68,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "tables/casimir_ner.csv", "tables/casimir_ner_curves.csv", "figures/casimir_ner/fig2.png",
                  "figures/casimir_ner/fig5d.png", "tables/qs_robust.csv", "figures/qs_robust.png",
                  "tables/qs_usps.csv", "figures/qs_usps/digits.png", "tables/qs_movielens.csv",
-                 "figures/qs_movielens.png"]:
+                 "figures/qs_movielens.png", "tables/agm_srl.csv", "figures/agm_srl.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -131,6 +132,13 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert (movies["metric"] == "rank_loss").all() and (movies["n_splits"] == 2).all()
     assert movies["mean"].between(0.2, 0.6).all()  # a random ranking scores about 0.5
     assert movies.loc[movies["method"] != "Popularity", "reference"].notna().all()
+
+    srl = pd.read_csv(workdir / "reports" / "tables" / "agm_srl.csv")
+    assert set(srl["method"]) == {"AGM", "CRF", "SSVM", "M4N"} and set(srl["metric"]) == {"tree_loss", "node_loss"}
+    trees = srl[srl["metric"] == "tree_loss"]
+    assert (trees["n_splits"] == 30).all()  # one row per test proposition
+    assert trees["mean"].between(0, 8).all()  # ranks 0..8
+    assert trees.loc[trees["method"] != "M4N", "reference"].notna().all()
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
     snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)

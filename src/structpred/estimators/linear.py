@@ -187,20 +187,29 @@ class CRF(_LinearStructured):
 
 class AGM(_LinearStructured):
     """Adversarial graphical model (Fathony et al. 2018): the max-min game surrogate (the same
-    as M4N's, eq. 10) trained by AdaGrad on the primal; predictions by argmax of the
-    potentials (``decode``).
+    as M4N's, eq. 10; AGM eq. 5) trained by AdaGrad on the primal; predictions by argmax of
+    the potentials (``decode``).
 
-    ``step``: AdaGrad step (0.1 in the AGM reference code); ``n_iter_oracle``: SP-MP
-    iterations per game (per node for chains).
+    ``game``: how each game is solved: ``"spmp"`` (default) SP-MP with ``n_iter_oracle``
+    iterations (per node for chains and trees), on every space with the max-min oracle;
+    ``"exact"`` the paper's exact solver (AGM §3.2: Lagrangian dual with per-node closed forms,
+    for chains and trees with the zero-one, absolute or squared node loss), to a certified gap
+    ``oracle_tol``.  SP-MP stays the default as it covers every space (multiclass,
+    permutations, any node loss matrix) and keeps earlier results reproducible.
+    ``step``: AdaGrad step (0.1 in the AGM reference code).  ``warm_start_oracle``: each game
+    starts from the sample's last state (SP-MP's iterates, or the exact game's multipliers).
     """
 
-    def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, step=0.1, n_iter_oracle=10,
-                 warm_start_oracle=True, random_state=None, verbose=False, n_labels=None, eval_every=1):
+    def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, step=0.1, game="spmp", n_iter_oracle=10,
+                 oracle_tol=1e-9, warm_start_oracle=True, random_state=None, verbose=False, n_labels=None,
+                 eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
         self.step = step
+        self.game = game
         self.n_iter_oracle = n_iter_oracle
+        self.oracle_tol = oracle_tol
         self.warm_start_oracle = warm_start_oracle
         self.random_state = random_state
         self.verbose = verbose
@@ -208,7 +217,8 @@ class AGM(_LinearStructured):
         self.eval_every = eval_every
 
     def _surrogate(self, space):
-        return MaxMinMargin(space, n_iter=self.n_iter_oracle, warm_start=self.warm_start_oracle)
+        return MaxMinMargin(space, n_iter=self.n_iter_oracle, warm_start=self.warm_start_oracle, game=self.game,
+                            tol=self.oracle_tol)
 
     def _rule(self, surrogate):
         return AdaGrad(surrogate, step=self.step)

@@ -13,7 +13,9 @@ DESIGN.md, "score parametrisation is separate": the solvers see a map with
 ``U_t = W_g^T x_t`` from the per-position features (``W_g`` the block of the sequence's group,
 AGM's per-emotion weights) and one transition matrix shared by all edges, stacked as
 ``W = [W_0; ...; W_{G-1}; T]``.  :class:`~structpred.features.hashed.HashedWindowJoint`
-(``"hashed_window"``) is Casimir's hashed window features for tagging.  A space names its map in ``joint_map``; :data:`JOINT_MAPS`
+(``"hashed_window"``) is Casimir's hashed window features for tagging, and
+:class:`~structpred.features.tree_hashed.TreeHashedJoint` (``"tree_hashed"``) hashed node and
+edge features of per-example trees (SRL).  A space names its map in ``joint_map``; :data:`JOINT_MAPS`
 resolves the name, so a new map is one class plus one entry.
 """
 
@@ -25,6 +27,7 @@ from numba import njit
 from structpred.errors import StructpredError
 from structpred.features.hashed import HashedWindowJoint
 from structpred.features.sequences import Sequences, as_float_matrix, as_sequences
+from structpred.features.tree_hashed import TreeHashedJoint
 
 
 @njit(cache=True)
@@ -154,7 +157,8 @@ class SequenceJoint:
 
 
 #: joint feature maps by the name an output space gives in ``joint_map``
-JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint, "hashed_window": HashedWindowJoint}
+JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint, "hashed_window": HashedWindowJoint,
+              "tree_hashed": TreeHashedJoint}
 
 
 def joint_map(space, X, like=None, who: str = "the_model"):

@@ -5,6 +5,7 @@ import numpy as np
 from structpred.errors import StructpredError
 from structpred.outputs.base import (
     AffineLoss,
+    ExactMaxMin,
     LossAugmented,
     LossSpace,
     Marginals,
@@ -93,6 +94,6 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
     return Multiclass.zero_one(n) if canon == "zero_one" else Multiclass.ordinal(n)
 
 
-__all__ = ["AffineLoss", "Cauchy", "Chain", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
+__all__ = ["AffineLoss", "Cauchy", "Chain", "ExactMaxMin", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
            "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "SPACE_NAMES", "StatisticDecoding", "TopK",
            "Tree", "TreeArray", "WeightedDecoding", "capabilities", "make_space", "require"]

@@ -8,6 +8,8 @@ the capabilities it can offer, each an abstract mixin class:
 :class:`TopK`               ``top_k(v, y, K)``: the K best (loss-augmented) outputs (Casimir §4)
 :class:`Marginals`          ``marginals``, ``log_partition``, ``entropy`` (CRF, entropy smoothing)
 :class:`MaxMin`             ``max_min(v, warm, n_iter)``: SP-MP for M4N eq. 14 with warm state
+:class:`ExactMaxMin`        ``max_min_exact(v, warm, tol, max_iter)``: the same game solved exactly
+                            (AGM §3.2: Lagrangian dual, per-node closed forms)
 :class:`AffineLoss`         ``L(y, y') = phi(y)^T A phi(y') + a``: ``linear_loss``, ``min_loss``,
                             ``bayes_decode`` (M4N Assumption 2.1); gives loss-trick decoding
 :class:`WeightedDecoding`   ``weighted_decode(alpha, Y) = argmin_y sum_i alpha_i L(Y_i, y)`` (QS eq. 2)
@@ -20,7 +22,9 @@ the linear methods (M3N, CRF, M4N, Casimir) score.
 
 A method states what it needs with :func:`require`, which fails with one clear line
 naming the method, the space and the missing capability (and the space's reason, when
-it declares one in ``unsupported``).
+it declares one in ``unsupported``).  A space instance may also list a capability of its class
+in ``unsupported`` when its parameters rule it out (a chain whose node loss the exact game does
+not cover): it then counts as missing.
 
 The convention throughout the library is that the *first* argument of the loss is the
 observed (true) output and the *second* the prediction, so ``A[y, y']`` is the loss of
@@ -308,21 +312,37 @@ class MaxMin(ABC):
             s[:k] = np.logaddexp(s[:k] + np.log1p(-eps), np.log(eps / k))
 
 
+class ExactMaxMin(ABC):
+    """The max-min game ``max_mu min_nu nu^T A mu + v^T mu`` solved exactly (AGM §3.2, eq. 6-9):
+    ``max_min_exact(v, warm, tol, max_iter)`` returns a :class:`MaxMinResult` whose ``mu`` is a
+    feasible adversary, ``value`` its exact value and ``upper`` the Lagrangian dual at the final
+    multipliers, within ``tol`` of each other at convergence; ``state`` the multipliers (warm start)."""
+
+    @abstractmethod
+    def max_min_exact(self, v, warm=None, tol: float = 1e-9, max_iter: int = 1000) -> MaxMinResult: ...
+
+
 #: capability name -> class, for messages and :func:`capabilities`
 CAPABILITIES = {"loss-augmented decoding": LossAugmented, "top-K": TopK, "marginals": Marginals,
-                "max-min": MaxMin, "affine loss": AffineLoss, "loss-trick decoding": WeightedDecoding}
+                "max-min": MaxMin, "exact max-min game": ExactMaxMin, "affine loss": AffineLoss,
+                "loss-trick decoding": WeightedDecoding}
+
+
+def has(space, capability) -> bool:
+    """``space`` implements ``capability`` and its parameters do not rule it out (``unsupported``)."""
+    return isinstance(space, capability) and capability not in getattr(space, "unsupported", {})
 
 
 def capabilities(space) -> list[str]:
     """Names of the capabilities ``space`` implements."""
-    return [name for name, cap in CAPABILITIES.items() if isinstance(space, cap)]
+    return [name for name, cap in CAPABILITIES.items() if has(space, cap)]
 
 
 def require(space, capability, who: str) -> None:
     """Raise one clear :class:`StructpredError` unless ``space`` has ``capability``."""
     if not isinstance(space, LossSpace):
         raise StructpredError(f"{who} needs an output space (structpred.outputs.OutputSpace), got {space!r}")
-    if isinstance(space, capability):
+    if has(space, capability):
         return
     name = next(n for n, c in CAPABILITIES.items() if c is capability)
     reason = getattr(space, "unsupported", {}).get(capability)

@@ -25,6 +25,7 @@ from structpred.outputs import _chain_kernels as K_
 from structpred.outputs import _tree_kernels as TK
 from structpred.outputs.base import (
     AffineLoss,
+    ExactMaxMin,
     LossAugmented,
     Marginals,
     MaxMin,
@@ -36,7 +37,7 @@ from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NODE_LOSSES, NodeLoss, node_loss_matrix
 
 
-class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
+class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss):
     """Sequences over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters
@@ -59,7 +60,10 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Affin
     (the reference code uses ``1 / (2 max C)`` on the unnormalised node loss, the same
     step relative to the loss term).
 
-    Warm-start state (``MaxMinResult.state``): a pair ``(theta, log_nu)``: the natural
+    ``max_min_exact``: AGM's exact game (zero-one, absolute and squared node losses), the chain
+    solved as a tree; its warm state is the ``((T-1) R,)`` multipliers.
+
+    Warm-start state of ``max_min`` (``MaxMinResult.state``): a pair ``(theta, log_nu)``: the natural
     parameters of the ``mu`` iterate (layout of a score) and the log-probabilities of the
     ``nu`` iterate ``(T R,)``; ``None`` entries mean a cold start.
     """
@@ -181,6 +185,14 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Affin
             node[0] = node[-1] = 0.0
         return c
 
+    def pass_kernels(self, fmap, y):
+        """The compiled primal passes of :mod:`structpred.outputs._chain_passes` for Casimir's
+        hashed window map; ``None`` (generic loops) for any other map."""
+        from structpred.features.hashed import HashedWindowJoint
+        from structpred.outputs._chain_passes import HashedChainPasses
+
+        return HashedChainPasses(self, fmap, y) if isinstance(fmap, HashedWindowJoint) else None
+
     # --- oracles ------------------------------------------------------------------------
     def decode(self, v):
         """Viterbi ``argmax_y <phi(y), v>``."""
@@ -288,6 +300,11 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Affin
         lower = self._maxmin_lower(v, mu)
         upper = float(K_.viterbi(self._against(U, nu), P, np.empty(T, dtype=np.int64)))
         return MaxMinResult(mu, nu.ravel(), upper - lower, lower, upper, (theta, lnu))
+
+    def _max_min_exact_one(self, v, warm, tol, max_iter):
+        """The exact game on one chain (:meth:`NodeLoss.max_min_exact`), as a tree."""
+        U, P = self._scores(v)
+        return self._exact_game(TK.chain_parents(U.shape[0]), U, P, warm, tol, max_iter)
 
 
 __all__ = ["NODE_LOSSES", "Chain", "node_loss_matrix"]

@@ -4,18 +4,26 @@ The parameters and the per-node math that :class:`~structpred.outputs.chain.Chai
 :class:`~structpred.outputs.tree.Tree` share: the node loss matrix ``C`` (row = truth), the
 position weights ``w_t``, and the oracles that only see the unary blocks of an embedding
 (``A`` of M4N Assumption 2.1 is zero off the unary blocks): the loss, its linear form, the
-loss scores, ``min_loss``, Bayes decoding, the SP-MP step and bounds, the warm-state mixing.
+loss scores, ``min_loss``, Bayes decoding, the SP-MP step and bounds, the warm-state mixing,
+and AGM's exact game (:meth:`NodeLoss.max_min_exact`, :mod:`structpred.outputs._game_kernels`).
 """
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from structpred.errors import StructpredError
-from structpred.outputs.base import MaxMinResult, as_int_labels
+from structpred.errors import StructpredError, check_positive
+from structpred.outputs import _game_kernels as GK
+from structpred.outputs.base import ExactMaxMin, MaxMinResult, as_int_labels
 from structpred.outputs.batch import is_ragged
 
 NODE_LOSSES = ("hamming", "zero_one", "absolute", "squared")
+#: node losses of the exact game (AGM §3.2) and their closed forms (:func:`_game_kernels.node_game`)
+GAME_LOSSES = {"zero_one": GK.ZERO_ONE, "absolute": GK.ABSOLUTE, "squared": GK.SQUARED}
+
+log = logging.getLogger(__name__)
 
 
 def node_loss_matrix(name: str, R: int) -> np.ndarray:
@@ -70,6 +78,21 @@ class NodeLoss:
         self._cmax = float(np.max(np.abs(C))) or 1.0
         self._kind = 1 if np.array_equal(C, 1.0 - np.eye(R)) else 0
         self._weights_cache: dict[int, np.ndarray] = {}
+        self._game = self._game_loss(C)
+        if self._game is None:
+            self.unsupported = {ExactMaxMin: "the exact game (AGM §3.2) solves the node losses zero_one (hamming), "
+                                             "absolute and squared, or a positive multiple of one; this node loss "
+                                             f"is another {R} x {R} matrix (use SP-MP: max_min, game='spmp')"}
+
+    def _game_loss(self, C):
+        """``(kind, scale, base matrix)`` when ``C = scale * base`` for a loss of :data:`GAME_LOSSES`
+        (``scale > 0``), else ``None``."""
+        scale = C[0, 1]
+        for name, kind in GAME_LOSSES.items():
+            base = node_loss_matrix(name, self.R)
+            if scale > 0 and np.allclose(C, scale * base, rtol=1e-12, atol=0.0):
+                return kind, float(scale), base
+        return None
 
     def _loss_repr(self) -> str:
         """``node_loss=..., weights=...`` for the spaces' ``__repr__``."""
@@ -178,11 +201,56 @@ class NodeLoss:
             raise StructpredError("n_iter must be >= 0")
         if is_ragged(v):
             ws = warm if warm is not None else self.init_maxmin_state(len(v))
-            rs = [self._max_min_one(s, (a, b), n_iter) for s, a, b in zip(v, ws[0], ws[1])]
-            return MaxMinResult([r.mu for r in rs], [r.nu for r in rs], np.array([r.gap for r in rs]),
-                                np.array([r.value for r in rs]), np.array([r.upper for r in rs]),
-                                ([r.state[0] for r in rs], [r.state[1] for r in rs]))
+            res = _batch([self._max_min_one(s, (a, b), n_iter) for s, a, b in zip(v, ws[0], ws[1])])
+            res.state = ([s[0] for s in res.state], [s[1] for s in res.state])
+            return res
         return self._max_min_one(v, warm if warm is not None else (None, None), n_iter)
+
+    def max_min_exact(self, v, warm=None, tol: float = 1e-9, max_iter: int = 1000) -> MaxMinResult:
+        """AGM's exact game (AGM §3.2): ``min_u sum_t max_{r in simplex} a_t(u)^T r + w_t min_i (C r)_i`` (eq. 7-8).
+
+        The Lagrangian dual over the multipliers ``u`` of the edge / parent consistency splits
+        per node into the closed forms of the zero-one, absolute and squared node losses;
+        BFGS minimises it (:func:`structpred.outputs._game_kernels.solve_game`) from ``warm``
+        (a previous ``state``) or from zero multipliers, until ``upper - value <= tol`` or
+        ``max_iter`` iterations.  ``mu``: a feasible adversary recovered from the dual's
+        optimal pieces (node marginals from the nodes' optimal faces, edge joints by the earth
+        mover's problem of eq. 9); ``value = min_nu F(nu, mu)`` (exact), ``nu`` that best
+        response; ``upper`` the dual at the best multipliers found (``state``, an upper bound
+        by weak duality); ``gap = upper - value`` (a rounding below zero reads 0).  Batches
+        (lists) return lists / arrays.
+        """
+        if self._game is None:
+            raise StructpredError(f"{self!r} has no exact game: {self.unsupported[ExactMaxMin]}")
+        tol = check_positive(tol, "tol")
+        max_iter = int(max_iter)
+        if max_iter < 0:
+            raise StructpredError(f"max_iter must be >= 0, got {max_iter}")
+        if is_ragged(v):
+            ws = warm if warm is not None else [None] * len(v)
+            return _batch([self._max_min_exact_one(s, u, tol, max_iter) for s, u in zip(v, ws)])
+        return self._max_min_exact_one(v, warm, tol, max_iter)
+
+    def _exact_game(self, parents, U, P, warm, tol, max_iter) -> MaxMinResult:
+        """:meth:`max_min_exact` of one tree (``parents``, unaries ``U``, edge scores ``P``)."""
+        T, R = U.shape
+        kind, scale, base = self._game
+        if warm is None:
+            u = np.zeros((T - 1, R))
+        else:
+            u = np.array(warm, dtype=np.float64)
+            if u.shape != ((T - 1) * R,):
+                raise StructpredError(f"warm state does not fit a {self.name} of {T} nodes: "
+                                      f"expected {(T - 1) * R} multipliers, got shape {u.shape}")
+            u = u.reshape(T - 1, R)
+        node, edge, nu = np.empty((T, R)), np.empty((T - 1, R, R)), np.empty((T, R))
+        lower, upper, it = GK.solve_game(parents, U, P, self.position_weights(T) * scale, kind, base, u, tol,
+                                         max_iter, warm is None, node, edge, nu)
+        if upper - lower > tol:
+            log.debug("%r: exact game of %d nodes stopped after %d iterations at gap %.2e > tol %.1e",
+                      self, T, it, upper - lower, tol)
+        mu = np.concatenate([node.ravel(), edge.ravel()])
+        return MaxMinResult(mu, nu.ravel(), max(upper - lower, 0.0), lower, upper, u.ravel())
 
     def init_maxmin_state(self, n: int):
         """Cold-start states for ``n`` outputs: ``[None] * n`` per player (sizes unknown)."""
@@ -232,4 +300,10 @@ class NodeLoss:
         lnu[:] = np.logaddexp(lnu + np.log1p(-eps), np.log(eps / R))
 
 
-__all__ = ["NODE_LOSSES", "NodeLoss", "node_loss_matrix"]
+def _batch(rs) -> MaxMinResult:
+    """One :class:`MaxMinResult` of lists / arrays from per-output results (``state``: their list)."""
+    return MaxMinResult([r.mu for r in rs], [r.nu for r in rs], np.array([r.gap for r in rs]),
+                        np.array([r.value for r in rs]), np.array([r.upper for r in rs]), [r.state for r in rs])
+
+
+__all__ = ["GAME_LOSSES", "NODE_LOSSES", "NodeLoss", "node_loss_matrix"]

@@ -22,8 +22,10 @@ a list of TreeArrays (``ragged = True``, as Chain's lists of vectors).  A space 
 Oracles: ``decode`` (max-product), ``loss_augmented``, ``marginals`` / ``log_partition``
 (log-domain sum-product), ``entropy`` (tree entropy), the affine-loss oracles, and ``max_min``
 (SP-MP on the tree's marginal polytope, as Chain's, warm-started, its averaged pair made
-exactly feasible).  No ``top_k``: the K best labellings of a tree need K-best merges of the
-children's lists at every node (or K T constrained max-products); not built.
+exactly feasible), and ``max_min_exact`` (AGM's exact game for the zero-one, absolute and
+squared node losses: :mod:`structpred.outputs._game_kernels`).  No ``top_k``: the K best
+labellings of a tree need K-best merges of the children's lists at every node (or K T
+constrained max-products); not built.
 """
 
 from __future__ import annotations
@@ -32,7 +34,15 @@ import numpy as np
 
 from structpred.errors import StructpredError
 from structpred.outputs import _tree_kernels as TK
-from structpred.outputs.base import AffineLoss, LossAugmented, Marginals, MaxMin, MaxMinResult, OutputSpace
+from structpred.outputs.base import (
+    AffineLoss,
+    ExactMaxMin,
+    LossAugmented,
+    Marginals,
+    MaxMin,
+    MaxMinResult,
+    OutputSpace,
+)
 from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NodeLoss
 
@@ -97,7 +107,7 @@ def _attach(values, parents) -> TreeArray:
     return a
 
 
-class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, AffineLoss):
+class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin, AffineLoss):
     """Labelled trees over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters
@@ -106,12 +116,15 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, AffineLoss):
         (``weights="position"`` weighs node ``t`` by ``t + 1``, the topological order).
     parents : optional tree shared by every example: plain arrays are then taken on it (a
         :class:`TreeArray` always keeps its own tree).
+    joint_map : the joint feature map the solvers build (``"sequence"``: per-node unaries and
+        one pairwise matrix for every edge, plain score vectors, so it needs ``parents=``;
+        ``"tree_hashed"``: hashed node and edge features of per-example trees, scores as
+        TreeArrays on each example's tree).
 
     Notes
     -----
-    ``joint_map = "sequence"``: per-node unaries and one pairwise matrix for every edge, which
-    fits a space with ``parents=`` (plain score vectors); per-example trees need a map that
-    returns TreeArrays.  Warm-start state of ``max_min``: ``(theta, log_nu)``, ``theta`` the
+    Warm-start state of ``max_min_exact``: the ``((T-1) R,)`` multipliers.  Warm-start state of
+    ``max_min``: ``(theta, log_nu)``, ``theta`` the
     natural parameters of the ``mu`` iterate (a TreeArray in the score layout), ``log_nu`` the
     ``(T R,)`` log-probabilities of ``nu``.
     """
@@ -121,9 +134,10 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, AffineLoss):
     joint_map = "sequence"
 
     def __init__(self, n_labels: int, node_loss="hamming", weights=None, normalize: bool = True,
-                 iterations_per_node: bool = True, parents=None):
+                 iterations_per_node: bool = True, parents=None, joint_map: str = "sequence"):
         super().__init__(n_labels, node_loss, weights, normalize, iterations_per_node)
         self.parents = None if parents is None else check_parents(parents)
+        self.joint_map = joint_map
 
     def __repr__(self) -> str:
         tree = "" if self.parents is None else f", parents=<{self.parents.shape[0]} nodes>"
@@ -292,6 +306,13 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, AffineLoss):
         lower = self._maxmin_lower(v, mu)
         upper = float(TK.max_product(parents, self._against(U, nu), P, np.empty(T, dtype=np.int64)))
         return MaxMinResult(mu, nu.ravel(), upper - lower, lower, upper, (_attach(theta, parents), lnu))
+
+    def _max_min_exact_one(self, v, warm, tol, max_iter):
+        """The exact game on one tree (:meth:`NodeLoss.max_min_exact`); ``mu`` a TreeArray."""
+        parents, U, P = self._scores(v)
+        res = self._exact_game(parents, U, P, warm, tol, max_iter)
+        res.mu = _attach(res.mu, parents)
+        return res
 
 
 __all__ = ["Tree", "TreeArray", "check_parents"]

@@ -46,8 +46,8 @@ class AdaGrad(StepRule):
         return {"primal": self.problem.primal(self.surrogate, self.W)}
 
     def result(self, history) -> SolverResult:
-        return SolverResult(self.W, None, history, {"LMU": getattr(self.surrogate, "LMU", None),
-                                                    "LNU": getattr(self.surrogate, "LNU", None)})
+        return SolverResult(self.W, None, history, {key: getattr(self.surrogate, key, None)
+                                                    for key in ("LMU", "LNU", "multipliers")})
 
 
 def adagrad(surrogate: Surrogate, X, y, lam, n_passes=50, step=0.1, random_state=None, X_val=None, y_val=None,

@@ -6,6 +6,7 @@ Estimators and solvers check their inputs here and nowhere else.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -27,21 +28,46 @@ class Problem:
     def n(self) -> int:
         return self.fmap.n
 
+    @cached_property
+    def compiled(self):
+        """The space's compiled loops for this map and labels (``space.pass_kernels``), or ``None``."""
+        return self.space.pass_kernels(self.fmap, self.y)
+
     def pass_kernels(self):
-        """Per-pass loops of the dual solvers: the space's compiled ones when it has them for
+        """Per-pass loops of the dual solvers: the space's compiled ones where it has them for
         this map, else the generic loop over its public oracles."""
         from structpred.solvers._generic_kernels import GenericKernels
 
-        kern = self.space.pass_kernels(self.fmap, self.y)
-        return kern if kern is not None else GenericKernels(self.space, self.fmap, self.y)
+        return GenericKernels(self.space, self.fmap, self.y, self.compiled)
+
+    def primal_kernels(self, surrogate):
+        """The space's compiled loops when they compile the surrogate's oracle
+        (``surrogate.pass_oracle()``) for this map: the primal rules then run whole passes in
+        them; ``None``: the rules step through the surrogate."""
+        oracle = surrogate.pass_oracle()
+        kern = self.compiled
+        return kern if kern is not None and oracle is not None and oracle[0] in kern.oracles else None
 
     def regulariser(self, W) -> float:
         return 0.5 * self.lam * float(np.sum(W * W))
 
+    def evaluate(self, surrogate, W, predict: bool = True):
+        """``(values (n,), predictions)``: the surrogate's value per sample at ``W`` (its
+        certified upper bound for the max-min surrogate) and, if ``predict``, its outputs for the
+        problem's inputs (else ``None``); compiled with the primal loops of its oracle when the
+        space has them."""
+        kern = self.primal_kernels(surrogate)
+        if kern is not None:
+            val, pred = kern.evaluate(W, surrogate.pass_oracle())
+            return val, pred if predict else None
+        V = self.fmap.scores(W)
+        val, _ = surrogate.value_grad(V, self.y)
+        return val, surrogate.predict(V) if predict else None
+
     def primal(self, surrogate, W) -> float:
         """``(1/n) sum_i S(Psi_i^T W, y_i) + lam/2 ||W||^2`` with the surrogate's value (its
         certified upper bound for the max-min surrogate)."""
-        val, _ = surrogate.value_grad(self.fmap.scores(W), self.y)
+        val, _ = self.evaluate(surrogate, W, predict=False)
         return float(np.mean(val)) + self.regulariser(W)
 
     def init_dual(self):
@@ -49,7 +75,7 @@ class Problem:
         for ragged spaces)."""
         phi = self.space.embed(self.y)
         if is_ragged(phi):
-            return [np.array(p, dtype=np.float64) for p in phi]
+            return [np.array(p, dtype=np.float64, subok=True) for p in phi]  # TreeArrays keep their tree
         return np.ascontiguousarray(phi.astype(np.float64))
 
 

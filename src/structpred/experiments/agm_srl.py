@@ -1,0 +1,164 @@
+"""AGM (NeurIPS 2018) Table 2: semantic role labelling on CoNLL-2005 as tree-structured prediction (AGM §4.2).
+
+Each proposition is a Xue-Palmer pruned parse tree whose nodes take one of 9 classes (A0, A1,
+A2, R-A0, R-A1, R-A2, R, O, V; :mod:`structpred.data.srl`), with hashed node and edge features
+(:mod:`structpred.features.srl`, the ``tree_hashed`` joint map) and the ordinal (absolute)
+node loss after a seeded random order of the classes, as the paper: the labels are replaced by
+their rank in that order, so the loss is the absolute loss on ranks (which the exact game solves).  Train on sections 02-21
+(``train_subsample`` propositions drawn with the seed when set), lambda by the devel section
+(24), test on section 23 (``test.wsj``).
+
+Methods: ``AGM`` (the adversarial game, solved exactly (``game``), AdaGrad, argmax prediction),
+``CRF`` (SDCA, Bayes decoding for the loss), ``SSVM`` (the structured hinge with the loss, BCFW),
+and ``M4N`` (GBCFW on the game surrogate; an extra column).  A job is one method.
+
+Rows: one ``tree_loss`` row per test proposition (its mean node loss), with the proposition as
+``split``, so the table's mean is the per-tree mean loss of the paper, its count the number of
+test propositions, and the paired tests pair methods over propositions; one ``node_loss`` row
+(every node's loss pooled) and the pruning statistics of each part.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from structpred.errors import ConfigError
+from structpred.experiments.registry import Experiment, register
+from structpred.experiments.results import select_first_min
+
+log = logging.getLogger(__name__)
+
+METHODS = ("AGM", "CRF", "SSVM", "M4N")
+TASK = "srl"
+DATASET = "conll2005"
+PARTS = {"train": "train", "val": "devel", "test": "test.wsj"}
+
+
+def examples(arrays, part: str, settings: dict, seed: int, rank: np.ndarray):
+    """The featurised propositions of ``part`` (``train`` subsampled when configured), labels
+    replaced by their ``rank`` in the class order."""
+    from structpred.data.srl import proposition_index
+    from structpred.experiments.seeding import rng_for
+    from structpred.features.srl import srl_examples
+
+    indices = None
+    limit = (settings.get("subsample") or {}).get(part)
+    if limit is not None:
+        n = len(proposition_index(arrays, part))
+        if limit < n:
+            indices = np.sort(rng_for(seed, "agm_srl", part).choice(n, int(limit), replace=False))
+    ex = srl_examples(arrays, part, indices, settings["n_bits"])
+    for t in ex.y:  # in place: the labels keep their trees
+        t[...] = rank[np.asarray(t)]
+    return ex
+
+
+def estimator(method: str, space, lam: float, settings: dict, seed: int):
+    from structpred.estimators import AGM, CRF, M3N, M4N
+
+    common = {"loss": space, "lam": float(lam), "n_passes": settings["n_passes"], "random_state": seed,
+              "eval_every": settings["n_passes"]}
+    if method == "AGM":
+        return AGM(**common, step=settings["adagrad_step"], game=settings["game"],
+                   n_iter_oracle=settings["oracle_iterations"])
+    if method == "M4N":
+        return M4N(**common, n_iter_oracle=settings["oracle_iterations"])
+    if method == "SSVM":
+        return M3N(**common)
+    if method == "CRF":
+        return CRF(**common)
+    raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
+
+
+def predict(method: str, model, space, X):
+    """Argmax of the potentials, or Bayes decoding of the CRF's marginals for the loss."""
+    if method == "CRF":
+        return space.bayes_decode(model.predict_proba(X))
+    return model.predict(X)
+
+
+def tree_losses(space, y, pred) -> tuple[np.ndarray, float]:
+    """Per-tree mean node losses and the node-wise mean (every node pooled)."""
+    per_tree = np.asarray(space.loss(y, pred), dtype=np.float64)
+    sizes = np.array([len(t) for t in y], dtype=np.float64)
+    return per_tree, float(per_tree @ sizes / sizes.sum())
+
+
+@register
+class SemanticRoleLabelling(Experiment):
+    """AGM Table 2: per-tree ordinal loss of AGM, CRF, SSVM (and M4N) on CoNLL-2005 section 23."""
+
+    name = "agm_srl"
+    title = "AGM (NeurIPS 2018) Table 2: semantic role labelling (CoNLL-2005, section 23), average tree loss"
+    needs = ("view",)
+    KEYS = ("subsample", "n_bits", "class_order_seed", "lambdas", "n_passes", "adagrad_step", "game",
+            "oracle_iterations")
+
+    def jobs(self, config):
+        return [(DATASET, m, 0) for m in config[self.name]["methods"]]
+
+    def view(self, config, dataset):
+        return "conll2005"
+
+    def settings(self, config, dataset, method):
+        return {k: config[self.name][k] for k in self.KEYS}
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+        from structpred.data.srl import class_order
+        from structpred.data.store import load
+        from structpred.experiments.seeding import int_seed
+        from structpred.outputs import Tree
+
+        if method not in METHODS:
+            raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
+        arrays, _ = load(inputs["view"])
+        rank, order = class_order(settings["class_order_seed"])
+        space = Tree(len(order), "absolute", joint_map="tree_hashed")
+        data = {key: examples(arrays, part, settings, seed, rank) for key, part in PARTS.items()}
+        fit_seed = int_seed(seed, self.name, method)
+        records, models = [], []
+        for lam in settings["lambdas"]:
+            start = time.perf_counter()
+            model = estimator(method, space, lam, settings, fit_seed).fit(data["train"].X, data["train"].y)
+            seconds = time.perf_counter() - start
+            val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
+            log.info("%s lam=%g: devel tree loss %.4f (%.1fs)", method, lam, val, seconds)
+            records.append({"lam": float(lam), "val_loss": val, "seconds": seconds})
+            models.append(model)
+        best = select_first_min([r["val_loss"] for r in records])
+        lam = records[best]["lam"]
+        per_tree, node = tree_losses(space, data["test"].y, predict(method, models[best], space, data["test"].X))
+        log.info("%s: lam=%g, test tree loss %.4f, node loss %.4f", method, lam, per_tree.mean(), node)
+        common = {"experiment": self.name, "task": TASK, "dataset": DATASET, "method": method, "lam": lam}
+        rows = [{**common, "split": int(i), "selected": True, "metric": "tree_loss", "value": float(v)}
+                for i, v in enumerate(per_tree)]
+        rows += [{**common, "split": 0, "selected": True, "metric": "node_loss", "value": node},
+                 {**common, "split": 0, "selected": True, "metric": "seconds",
+                  "value": float(sum(r["seconds"] for r in records))}]
+        rows += [{**common, "lam": r["lam"], "split": 0, "selected": False, "metric": "val_loss",
+                  "value": r["val_loss"]} for r in records]
+        for key, ex in data.items():  # pruning statistics per part, in the job's file only
+            rows += [{**common, "split": 0, "selected": False, "metric": f"{key}_{stat}", "value": float(ex.stats[stat])}
+                     for stat in ("propositions", "nodes_mean", "lost_fraction")]
+        return rows, models[best].history_
+
+    def render(self, table, tests):
+        from structpred.experiments.qs_report import render_grid
+
+        return render_grid(table, tests, rows="metric", note=(
+            "tree_loss: mean over test propositions of each tree's mean node loss (n = propositions; the paired "
+            "tests pair methods over propositions); node_loss: every test node pooled (one value). M4N is an "
+            "extra column (not in the paper)."))
+
+    def figure(self, table, path):
+        from structpred.experiments.qs_report import metric_bars
+
+        metric_bars(table, path, title="CoNLL-2005 SRL (section 23): ordinal loss on the pruned trees")
+
+    def tests(self, selected):
+        from structpred.report.significance import best_tests
+
+        return best_tests(selected[selected["metric"] == "tree_loss"])

@@ -264,20 +264,25 @@ def find_cc():
     return None
 
 
-def build_c(tmpdir):
-    """Compile :data:`C_SOURCE` into ``tmpdir``; returns ``(CDLL, compiler line)`` or ``(None, reason)``."""
+def compile_shared(source: str, tmpdir, stem: str):
+    """Compile C ``source`` into ``tmpdir/lib<stem>.so`` (``cc -O3 -shared -fPIC``); returns
+    ``(CDLL, compiler line)`` or ``(None, reason)`` (the benches then skip their C columns)."""
     cc = find_cc()
     if cc is None:
         return None, "no C compiler found ($CC, cc, gcc, clang): the C columns are skipped"
-    src = Path(tmpdir) / "chain_ref.c"
-    lib = Path(tmpdir) / "libchain_ref.so"
-    src.write_text(C_SOURCE)
+    src, lib = Path(tmpdir) / f"{stem}.c", Path(tmpdir) / f"lib{stem}.so"
+    src.write_text(source)
     cmd = [cc, "-O3", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         return None, f"C compilation failed ({' '.join(cmd)}), the C columns are skipped:\n{proc.stderr}"
     version = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True).stdout.splitlines()
     return ctypes.CDLL(str(lib)), f"{version[0] if version else cc}: {' '.join(cmd[:4])}"
+
+
+def build_c(tmpdir):
+    """Compile :data:`C_SOURCE` into ``tmpdir``; returns ``(CDLL, compiler line)`` or ``(None, reason)``."""
+    return compile_shared(C_SOURCE, tmpdir, "chain_ref")
 
 
 class CRef:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
-import subprocess
 import sys
 import tempfile
 import time
@@ -146,20 +145,14 @@ def train_crfsuite(parts, tags, iterations: int, workdir: Path):
 
 
 def build_c(tmpdir):
-    cc = bench_chain.find_cc()
-    if cc is None:
-        return None, "no C compiler found: the C column is skipped"
-    src, lib = Path(tmpdir) / "topk.c", Path(tmpdir) / "libtopk.so"
-    src.write_text(bench_chain.C_SOURCE + C_RAGGED)
-    cmd = [cc, "-O3", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None, f"C compilation failed: {proc.stderr}"
-    f = ctypes.CDLL(str(lib))["top_k_ragged"]
+    so, line = bench_chain.compile_shared(bench_chain.C_SOURCE + C_RAGGED, tmpdir, "topk")
+    if so is None:
+        return None, line
+    f = so["top_k_ragged"]
     vp = ctypes.c_void_p
     f.argtypes = [ctypes.c_long, vp, ctypes.c_int, ctypes.c_int, vp, vp, vp, vp]
     f.restype = ctypes.c_double
-    return f, " ".join(cmd[:4])
+    return f, line
 
 
 def top_k_bench(space, test, W, K: int, seconds: float):

@@ -42,7 +42,6 @@ import argparse
 import ctypes
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -123,23 +122,15 @@ double fas_loop(long n, int pool, int M, const double *D, int64_t *order)
 
 def build_fas_c(tmpdir):
     """Compile :data:`C_FAS`; returns ``(CDLL, compiler line)`` or ``(None, reason)``."""
-    cc = bench_chain.find_cc()
-    if cc is None:
-        return None, "no C compiler found ($CC, cc, gcc, clang): the C columns are skipped"
-    src, lib = Path(tmpdir) / "fas_ref.c", Path(tmpdir) / "libfas_ref.so"
-    src.write_text(C_FAS)
-    cmd = [cc, "-O3", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None, f"C compilation failed ({' '.join(cmd)}), the C columns are skipped:\n{proc.stderr}"
-    version = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True).stdout.splitlines()
-    so = ctypes.CDLL(str(lib))
+    so, line = bench_chain.compile_shared(C_FAS, tmpdir, "fas_ref")
+    if so is None:
+        return None, line
     vp = ctypes.c_void_p
     so.fas_order.argtypes = [ctypes.c_int, vp, vp]
     so.fas_order.restype = None
     so.fas_loop.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_int, vp, vp]
     so.fas_loop.restype = ctypes.c_double
-    return so, f"{version[0] if version else cc}: {' '.join(cmd[:4])}"
+    return so, line
 
 
 def random_net_weights(rng, n_pool, M):

@@ -52,7 +52,6 @@ import argparse
 import ctypes
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from itertools import cycle, islice
@@ -190,17 +189,9 @@ double sum_product_loop(long n, int n_pool, int R, const int64_t *off, const int
 def build_c(tmpdir):
     """Compile :data:`C_SOURCE`; returns ``(CDLL with typed entry points, compiler line)`` or
     ``(None, reason)``."""
-    cc = bench_chain.find_cc()
-    if cc is None:
-        return None, "no C compiler found ($CC, cc, gcc, clang): the C columns are skipped"
-    src, lib = Path(tmpdir) / "tree_ref.c", Path(tmpdir) / "libtree_ref.so"
-    src.write_text(C_SOURCE)
-    cmd = [cc, "-O3", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None, f"C compilation failed ({' '.join(cmd)}), the C columns are skipped:\n{proc.stderr}"
-    version = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True).stdout.splitlines()
-    so = ctypes.CDLL(str(lib))
+    so, line = bench_chain.compile_shared(C_SOURCE, tmpdir, "tree_ref")
+    if so is None:
+        return None, line
     i, lng, vp = ctypes.c_int, ctypes.c_long, ctypes.c_void_p
     for name, args in (("max_product", [i, i, vp, vp, vp, vp]), ("log_partition", [i, i, vp, vp, vp]),
                        ("sum_product", [i, i, vp, vp, vp, vp, vp]),
@@ -210,7 +201,7 @@ def build_c(tmpdir):
         f = getattr(so, name)      # cached on the CDLL (so[name] would be a fresh, untyped object)
         f.argtypes = args
         f.restype = ctypes.c_double
-    return so, f"{version[0] if version else cc}: {' '.join(cmd[:4])}"
+    return so, line
 
 
 def random_pool(rng, n_pool, R, lo, hi):

@@ -95,7 +95,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
 
     emotion = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion.csv")
-    assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N"}
+    assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N", "AGM-SPMP"}
     assert set(emotion["metric"]) == {"zero_one", "absolute", "squared", "weighted_zero_one",
                                       "weighted_absolute", "weighted_squared"}
     assert (emotion["n_splits"] == 2).all() and (emotion["task"] == "emotion").all()

@@ -53,7 +53,8 @@ class _LinearStructured(BaseEstimator):
             raise StructpredError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         space = make_space(self.loss, self.n_labels, y)
         surrogate = self._surrogate(space)
-        problem = check_problem(space, X, y, self.lam)
+        rule = self._rule(surrogate)
+        problem = check_problem(space, X, y, self.lam, zero_lam=rule.zero_lam)
         if X_val is not None:
             _refuse_sparse(X_val, "X_val")
         self.space_ = space
@@ -62,7 +63,7 @@ class _LinearStructured(BaseEstimator):
         self.n_features_in_ = problem.fmap.n_features
         self.joint_map_ = problem.fmap
         self.surrogate_ = surrogate
-        res = run(self._rule(surrogate), problem, n_passes=self.n_passes, random_state=self.random_state,
+        res = run(rule, problem, n_passes=self.n_passes, random_state=self.random_state,
                   eval_every=self.eval_every, X_val=X_val, y_val=y_val, verbose=self.verbose)
         self.coef_ = res.W
         self.dual_ = res.mu
@@ -198,11 +199,13 @@ class AGM(_LinearStructured):
     permutations, any node loss matrix) and keeps earlier results reproducible.
     ``step``: AdaGrad step (0.1 in the AGM reference code).  ``warm_start_oracle``: each game
     starts from the sample's last state (SP-MP's iterates, or the exact game's multipliers).
+    ``coef_init``: every weight's starting value (-0.5 in the AGM reference code).  ``lam``
+    may be 0 (the reference's grid includes it).
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, step=0.1, game="spmp", n_iter_oracle=10,
-                 oracle_tol=1e-9, warm_start_oracle=True, random_state=None, verbose=False, n_labels=None,
-                 eval_every=1):
+                 oracle_tol=1e-9, warm_start_oracle=True, coef_init=0.0, random_state=None, verbose=False,
+                 n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
@@ -211,6 +214,7 @@ class AGM(_LinearStructured):
         self.n_iter_oracle = n_iter_oracle
         self.oracle_tol = oracle_tol
         self.warm_start_oracle = warm_start_oracle
+        self.coef_init = coef_init
         self.random_state = random_state
         self.verbose = verbose
         self.n_labels = n_labels
@@ -221,4 +225,4 @@ class AGM(_LinearStructured):
                             tol=self.oracle_tol)
 
     def _rule(self, surrogate):
-        return AdaGrad(surrogate, step=self.step)
+        return AdaGrad(surrogate, step=self.step, coef_init=self.coef_init)

@@ -13,12 +13,21 @@ on the loss):
 * ``AGM``: the adversarial game surrogate, AdaGrad on the primal, argmax decoding;
 * ``CRF``: maximum likelihood (SDCA), Bayes-optimal decoding for each loss;
 * ``SSVM``: the structured hinge with the loss, BCFW;
-* ``M4N``: the same game surrogate as AGM trained by GBCFW (extra column).
+* ``M4N``: the same game surrogate as AGM trained by GBCFW (extra column);
+* ``AGM-SPMP``: AGM with its game solved by SP-MP instead of exactly (extra column).
 
-Features: each frame ``[x_t, 1]`` (25 + bias); unary weights per emotion class (6 blocks,
-the sequence's class picks its block), one transition matrix shared by all sequences.
-The regularisation of each (method, loss) is chosen by K-fold cross-validation on the
-training sequences of the first split, then used for all splits (AGM §4.1).
+AGM's game is solved as ``game`` says (``exact``: AGM §3.2, as the paper), from weights
+``coef_init`` (-0.5 in the reference code).
+
+Features: each frame ``[x_t, 1]`` (25 + bias) with unary weights per emotion class (6 blocks,
+the sequence's class picks its block); edges either as the reference code
+(``edge_features: true``: ``[|x_t - x_{t-1}|, 1]`` per emotion class, tensored with the
+label pair) or one transition matrix shared by all sequences.  The regularisation of each
+(method, loss) is chosen on the training sequences of the first split (``validation``:
+``{holdout: f}`` fits the first fraction ``f`` in the split's order and validates on the rest,
+as the reference code; ``{folds: K}`` K-fold CV), with ``cv_passes`` passes, then used for all
+splits with ``n_passes`` (AGM §4.1).  ``lam = 0`` in the grid is tried by the methods that
+minimise the primal (AGM) and skipped by the dual solvers, which need ``lam > 0``.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ LOSSES = {
 DATASET = "ck"
 N_LABELS = 3
 N_EMOTIONS = 6
+#: methods trained on the primal (AdaGrad), which accept ``lam = 0``
+PRIMAL_METHODS = ("AGM", "AGM-SPMP")
 
 
 def loss_space(name: str):
@@ -58,13 +69,15 @@ def loss_space(name: str):
     return Chain(N_LABELS, node, weights)
 
 
-def sequences(arrays: dict[str, np.ndarray], idx) -> tuple:
+def sequences(arrays: dict[str, np.ndarray], idx, edge_features: bool = False) -> tuple:
     """``(Sequences, labels)`` of the sequences ``idx``: frames with a bias column, grouped by
-    emotion class."""
+    emotion class; ``edge_features``: with the edges ``[|x_t - x_{t-1}|, 1]``."""
     from structpred.features import Sequences
+    from structpred.features.sequences import difference_edges
 
     frames = np.hstack([arrays["X"], np.ones((arrays["X"].shape[0], 1))])
-    full = Sequences(frames, arrays["offsets"], arrays["emotion"], N_EMOTIONS)
+    edges = difference_edges(arrays["X"], arrays["offsets"]) if edge_features else None
+    full = Sequences(frames, arrays["offsets"], arrays["emotion"], N_EMOTIONS, edges)
     part = full.subset(idx)
     y = full.split_labels(arrays["y"])
     return part, [y[i] for i in np.asarray(idx)]
@@ -76,69 +89,94 @@ def split_indices(arrays: dict[str, np.ndarray], split: int, n_train: int) -> tu
     return perm[:n_train], perm[n_train:]
 
 
-def _estimator(method: str, loss: str, lam: float, settings: dict, seed: int):
+def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int, seed: int):
     from structpred.estimators import AGM, CRF, M3N, M4N
 
     space = loss_space(loss)
-    common = {"loss": space, "lam": float(lam), "n_passes": settings["n_passes"], "random_state": seed}
-    if method == "AGM":
+    common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,
+              "eval_every": n_passes}
+    if method in PRIMAL_METHODS:
         return AGM(**common, step=settings["adagrad_step"], n_iter_oracle=settings["oracle_iterations"],
-                   eval_every=settings["n_passes"])
+                   game="spmp" if method == "AGM-SPMP" else settings["game"], coef_init=settings["coef_init"])
     if method == "M4N":
-        return M4N(**common, n_iter_oracle=settings["oracle_iterations"], eval_every=settings["n_passes"])
+        return M4N(**common, n_iter_oracle=settings["oracle_iterations"])
     if method == "SSVM":
         return M3N(**common)
     if method == "CRF":
         return CRF(**common)
-    raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N")
+    raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N, AGM-SPMP")
 
 
-def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, seed: int) -> dict[str, float]:
+def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, seed: int,
+                  n_passes: int | None = None) -> dict[str, float]:
     """Test loss of ``method`` with regularisation ``lam`` for each loss in ``losses``.
 
     The CRF is fitted once and decoded per loss (Bayes decoding with that loss's node
-    matrix); the other methods are fitted once per loss.
+    matrix); the other methods are fitted once per loss.  ``n_passes``: default the final fit's.
     """
     (X_tr, y_tr), (X_te, y_te) = train, test
+    n_passes = settings["n_passes"] if n_passes is None else n_passes
     out = {}
     if method == "CRF":
-        est = _estimator("CRF", losses[0], lam, settings, seed).fit(X_tr, y_tr)
+        est = _estimator("CRF", losses[0], lam, settings, n_passes, seed).fit(X_tr, y_tr)
         marg = est.predict_proba(X_te)
         for loss in losses:
             space = loss_space(loss)
             out[loss] = float(np.mean(space.loss(y_te, space.bayes_decode(marg))))
         return out
     for loss in losses:
-        est = _estimator(method, loss, lam, settings, seed).fit(X_tr, y_tr)
+        est = _estimator(method, loss, lam, settings, n_passes, seed).fit(X_tr, y_tr)
         out[loss] = est.task_loss(X_te, y_te)
     return out
 
 
+def method_lambdas(method: str, lambdas) -> list[float]:
+    """The grid a method searches: ``lam = 0`` only for the primal methods."""
+    return [float(lam) for lam in lambdas if lam > 0 or method in PRIMAL_METHODS]
+
+
+def validation_folds(n: int, validation: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(fit, validate)`` positions among ``n`` training sequences: ``{holdout: f}`` the first
+    ``round(f n)`` in order and the rest (the reference code); ``{folds: K}`` K-fold CV on a
+    seeded permutation."""
+    from structpred.experiments.seeding import rng_for
+
+    if "holdout" in validation:
+        cut = int(round(float(validation["holdout"]) * n))
+        if not 0 < cut < n:
+            raise ConfigError(f"holdout {validation['holdout']} leaves no sequence to fit or to validate on (n = {n})")
+        return [(np.arange(cut), np.arange(cut, n))]
+    folds = np.array_split(rng_for(seed, "agm_emotion", "cv").permutation(n), int(validation["folds"]))
+    return [(np.setdiff1d(np.arange(n), fold), fold) for fold in folds]
+
+
 def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, seed: int) -> list[dict]:
-    """K-fold CV on the first split's training sequences: one record per (loss, lambda) with the
-    mean validation loss over folds and ``selected`` on the best lambda of each loss (ties:
-    the first of the grid)."""
-    from structpred.experiments.seeding import int_seed, rng_for
+    """Lambda selection on the first split's training sequences (``settings["validation"]``,
+    ``cv_passes`` passes): one record per (loss, lambda) with the mean validation loss over
+    folds and ``selected`` on the best lambda of each loss (ties: the first of the grid)."""
+    from structpred.experiments.seeding import int_seed
 
     train, _ = split_indices(arrays, 0, settings["n_train"])
-    folds = np.array_split(rng_for(seed, "agm_emotion", "cv").permutation(len(train)), settings["cv_folds"])
+    grid = method_lambdas(method, settings["lambdas"])
+    if not grid:
+        raise ConfigError(f"{method} has no lambda to try: the dual solvers need lam > 0")
     losses = list(settings["losses"])
-    scores = {(loss, lam): [] for loss in losses for lam in settings["lambdas"]}
-    for k, fold in enumerate(folds):
-        fit_idx = train[np.setdiff1d(np.arange(len(train)), fold)]
-        val_idx = train[fold]
-        for lam in settings["lambdas"]:
-            res = fit_and_score(method, lam, sequences(arrays, fit_idx), sequences(arrays, val_idx), losses,
-                                settings, int_seed(seed, "agm_emotion", method, "cv", k))
+    edges = settings["edge_features"]
+    scores = {(loss, lam): [] for loss in losses for lam in grid}
+    for k, (fit, val) in enumerate(validation_folds(len(train), settings["validation"], seed)):
+        fit_seq, val_seq = sequences(arrays, train[fit], edges), sequences(arrays, train[val], edges)
+        for lam in grid:
+            res = fit_and_score(method, lam, fit_seq, val_seq, losses, settings,
+                                int_seed(seed, "agm_emotion", method, "cv", k), n_passes=settings["cv_passes"])
             for loss, value in res.items():
                 scores[(loss, lam)].append(value)
             log.info("%s CV fold %d lam=%g: %s", method, k, lam, {k_: round(v, 4) for k_, v in res.items()})
     records = []
     for loss in losses:
-        means = [float(np.mean(scores[(loss, lam)])) for lam in settings["lambdas"]]
+        means = [float(np.mean(scores[(loss, lam)])) for lam in grid]
         best = select_first_min(means)
-        records += [{"loss": loss, "lam": float(lam), "cv_loss": m, "selected": i == best}
-                    for i, (lam, m) in enumerate(zip(settings["lambdas"], means))]
+        records += [{"loss": loss, "lam": lam, "cv_loss": m, "selected": i == best}
+                    for i, (lam, m) in enumerate(zip(grid, means))]
     return records
 
 
@@ -148,7 +186,7 @@ def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: di
     from structpred.experiments.seeding import int_seed
 
     tr, te = split_indices(arrays, split, settings["n_train"])
-    train, test = sequences(arrays, tr), sequences(arrays, te)
+    train, test = sequences(arrays, tr, settings["edge_features"]), sequences(arrays, te, settings["edge_features"])
     rows = []
     # methods sharing one fit across losses (CRF) are fitted once per distinct lambda
     by_lam: dict[float, list[str]] = {}
@@ -171,7 +209,8 @@ class EmotionTable(Experiment):
     needs = ("view", "selection")
     has_selection = True
     #: settings every CV or split job depends on
-    KEYS = ("losses", "n_train", "cv_folds", "lambdas", "n_passes", "adagrad_step", "oracle_iterations")
+    KEYS = ("losses", "n_train", "validation", "lambdas", "cv_passes", "n_passes", "edge_features", "adagrad_step",
+            "coef_init", "game", "oracle_iterations")
 
     def jobs(self, config):
         s = config[self.name]

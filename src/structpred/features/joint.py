@@ -95,8 +95,14 @@ class LinearJoint:
 
 
 class SequenceJoint:
-    """Sequence scores ``U_t = W_{g_i}^T x_t`` (unaries), ``P_t = T`` (every edge), ``W`` of shape
-    ``(G d + R, R)``: ``<phi(y), v> = sum_t <W_g[:, y_t], x_t> + sum_t T[y_t, y_{t+1}]``."""
+    """Sequence scores ``U_t = W_{g_i}^T x_t`` (unaries) and pairwise scores ``P_t``.
+
+    Without edge features every edge shares one transition matrix ``T``: ``W`` of shape
+    ``(G d + R, R)`` and ``<phi(y), v> = sum_t <W_g[:, y_t], x_t> + sum_t T[y_t, y_{t+1}]``.
+    With edge features ``e_t`` (:attr:`Sequences.edges`, the AGM reference's emotion model)
+    each group has edge weights ``E_g (d_e, R, R)`` and ``P_t[a, b] = sum_f e_t[f] E_g[f, a, b]``:
+    ``W`` of shape ``(G d + G d_e R, R)``, the ``E_g`` stacked below the unary blocks.
+    """
 
     def __init__(self, X, n_labels: int, n_groups: int | None = None):
         self.seq = as_sequences(X)
@@ -107,7 +113,11 @@ class SequenceJoint:
 
     @classmethod
     def build(cls, space, X, like=None):
-        return cls(X, space.n_labels, n_groups=None if like is None else like.G)
+        fmap = cls(X, space.n_labels, n_groups=None if like is None else like.G)
+        if like is not None and fmap.seq.n_edge_features != like.seq.n_edge_features:
+            raise StructpredError(f"the sequences have {fmap.seq.n_edge_features} edge features but the model was "
+                                  f"fitted with {like.seq.n_edge_features}")
+        return fmap
 
     @property
     def n(self) -> int:
@@ -118,13 +128,27 @@ class SequenceJoint:
         return self.seq.n_features
 
     @property
+    def _edge_rows(self) -> int:
+        de = self.seq.n_edge_features
+        return self.R if de == 0 else self.G * de * self.R
+
+    @property
     def weight_shape(self) -> tuple:
-        return (self.G * self.seq.n_features + self.R, self.R)
+        return (self.G * self.seq.n_features + self._edge_rows, self.R)
+
+    def _group(self, i) -> int:
+        return 0 if self.seq.groups is None else int(self.seq.groups[i])
 
     def _block(self, i):
         d = self.seq.n_features
-        g = 0 if self.seq.groups is None else int(self.seq.groups[i])
+        g = self._group(i)
         return slice(g * d, (g + 1) * d)
+
+    def _edge_block(self, i, W):
+        """``E_g`` of sequence ``i``'s group as a ``(d_e, R, R)`` view of ``W``."""
+        R, de = self.R, self.seq.n_edge_features
+        start = self.G * self.seq.n_features + self._group(i) * de * R
+        return W[start:start + de * R].reshape(de, R, R)
 
     def score(self, i, W):
         R = self.R
@@ -132,23 +156,34 @@ class SequenceJoint:
         T = Xi.shape[0]
         v = np.empty(T * R + (T - 1) * R * R)
         v[: T * R] = (Xi @ W[self._block(i)]).ravel()
-        v[T * R:] = np.tile(W[-R:].ravel(), T - 1)
+        if self.seq.edges is None:
+            v[T * R:] = np.tile(W[-R:].ravel(), T - 1)
+        else:
+            v[T * R:] = (self.seq.edges_of(i) @ self._edge_block(i, W).reshape(-1, R * R)).ravel()
         return v
 
     def scores(self, W):
         return [self.score(i, W) for i in range(self.n)]
 
     def _parts(self, i, g):
+        """``(x_t, unary directions (T, R), pairwise direction)``: the pairwise part as the
+        ``(d_e, R, R)`` weight direction with edge features, else summed over the edges."""
         R = self.R
         Xi = self.seq[i]
         T = Xi.shape[0]
         g = np.asarray(g, dtype=np.float64)
-        return Xi, g[: T * R].reshape(T, R), g[T * R:].reshape(T - 1, R, R).sum(axis=0)
+        gp = g[T * R:].reshape(T - 1, R * R)
+        if self.seq.edges is None:
+            return Xi, g[: T * R].reshape(T, R), gp.sum(axis=0).reshape(R, R)
+        return Xi, g[: T * R].reshape(T, R), (self.seq.edges_of(i).T @ gp).reshape(-1, R)
+
+    def _pair_rows(self, i, W):
+        return W[-self.R:] if self.seq.edges is None else self._edge_block(i, W).reshape(-1, self.R)
 
     def add(self, i, W, g):
         Xi, gu, gp = self._parts(i, g)
         W[self._block(i)] += Xi.T @ gu
-        W[-self.R:] += gp
+        self._pair_rows(i, W)[...] += gp
 
     def norm2(self, i, g):
         Xi, gu, gp = self._parts(i, g)

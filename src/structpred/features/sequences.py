@@ -41,9 +41,12 @@ class Sequences:
     groups : optional (n,) int in ``0..n_groups-1`` selecting a weight block per sequence
         (AGM's per-emotion weights).
     n_groups : number of groups (default ``max(groups) + 1``, 1 without groups).
+    edges : optional (N, d_e) features of the edges: row ``offsets[i] + t`` (``t >= 1``) describes
+        the edge ``(t - 1, t)`` of sequence ``i``; the row of each first position is unused
+        (AGM's emotion edges ``[|x_t - x_{t-1}|, 1]``, :func:`difference_edges`).
     """
 
-    def __init__(self, frames, offsets, groups=None, n_groups: int | None = None):
+    def __init__(self, frames, offsets, groups=None, n_groups: int | None = None, edges=None):
         frames = as_float_matrix(frames, "sequence features (frames)")
         offsets = np.asarray(offsets)
         if offsets.ndim != 1 or offsets.shape[0] < 2 or offsets.dtype.kind not in "iu":
@@ -64,6 +67,11 @@ class Sequences:
         self.n_groups = top if n_groups is None else int(n_groups)
         if self.n_groups < top:
             raise StructpredError(f"n_groups={n_groups} but group ids go up to {top - 1}")
+        if edges is not None:
+            edges = as_float_matrix(edges, "edge features (edges)")
+            if edges.shape[0] != frames.shape[0]:
+                raise StructpredError(f"edges must have one row per position ({frames.shape[0]}), got {edges.shape[0]}")
+        self.edges = edges
 
     @property
     def n(self) -> int:
@@ -72,6 +80,11 @@ class Sequences:
     @property
     def n_features(self) -> int:
         return self.frames.shape[1]
+
+    @property
+    def n_edge_features(self) -> int:
+        """Columns of ``edges`` (0 without edge features)."""
+        return 0 if self.edges is None else self.edges.shape[1]
 
     @property
     def lengths(self) -> np.ndarray:
@@ -83,6 +96,10 @@ class Sequences:
     def __getitem__(self, i) -> np.ndarray:
         return self.frames[self.offsets[i]:self.offsets[i + 1]]
 
+    def edges_of(self, i) -> np.ndarray:
+        """``(T_i - 1, d_e)`` features of sequence ``i``'s edges ``(t - 1, t)``, ``t = 1..T_i-1``."""
+        return self.edges[self.offsets[i] + 1:self.offsets[i + 1]]
+
     def split_labels(self, y_flat) -> list[np.ndarray]:
         """Per-position labels ``(N,)`` -> list of per-sequence arrays."""
         y_flat = np.asarray(y_flat)
@@ -93,11 +110,25 @@ class Sequences:
     def subset(self, idx) -> Sequences:
         """The sequences ``idx`` (in that order), keeping ``n_groups``."""
         idx = np.asarray(idx, dtype=np.int64)
-        parts = [self[i] for i in idx]
-        offsets = np.r_[0, np.cumsum([p.shape[0] for p in parts])].astype(np.int64)
+        if idx.size == 0:
+            raise StructpredError("no sequences selected")
+        rows = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in idx]).astype(np.int64)
+        offsets = np.r_[0, np.cumsum(self.lengths[idx])].astype(np.int64)
         groups = None if self.groups is None else self.groups[idx]
-        return Sequences(np.concatenate(parts) if parts else np.zeros((0, self.n_features)), offsets,
-                         groups, self.n_groups)
+        edges = None if self.edges is None else self.edges[rows]
+        return Sequences(self.frames[rows], offsets, groups, self.n_groups, edges)
+
+
+def difference_edges(frames, offsets) -> np.ndarray:
+    """Edge features ``[|x_t - x_{t-1}|, 1]`` per position (zeros at each first position): the
+    AGM reference's emotion edges."""
+    frames = np.asarray(frames, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    out = np.zeros((frames.shape[0], frames.shape[1] + 1))
+    out[1:, :-1] = np.abs(np.diff(frames, axis=0))
+    out[1:, -1] = 1.0
+    out[offsets[:-1]] = 0.0
+    return out
 
 
 def as_sequences(X) -> Sequences:

@@ -17,20 +17,27 @@ class AdaGrad(StepRule):
     with ``g = Psi_i dS/dv_i + lam W`` of one sample (the surrogate's ``sample_grad``,
     which keeps its per-sample state, e.g. the max-min oracle's warm starts).
     Objective: ``primal`` (the surrogate's value, the certified upper bound for max-min).
+    ``coef_init``: every weight's starting value (the AGM reference starts at -0.5); ``lam``
+    may be 0.
     """
 
     name = "AdaGrad"
+    zero_lam = True
 
-    def __init__(self, surrogate: Surrogate, step: float = 0.1):
+    def __init__(self, surrogate: Surrogate, step: float = 0.1, coef_init: float = 0.0):
         if not isinstance(surrogate, Surrogate):
             raise StructpredError(f"AdaGrad needs a surrogate (structpred.surrogates), got {surrogate!r}")
         super().__init__(surrogate)
         if not float(step) > 0:
             raise StructpredError(f"step must be positive, got {step}")
         self.step_size = float(step)
+        self.coef_init = float(coef_init)
+        if not np.isfinite(self.coef_init):
+            raise StructpredError(f"coef_init must be a finite number, got {coef_init}")
 
     def init(self, problem) -> None:
         super().init(problem)
+        self.W[...] = self.coef_init
         self.S = np.zeros(problem.fmap.weight_shape)
         self.surrogate.init_state(problem.n)
 
@@ -51,9 +58,9 @@ class AdaGrad(StepRule):
 
 
 def adagrad(surrogate: Surrogate, X, y, lam, n_passes=50, step=0.1, random_state=None, X_val=None, y_val=None,
-            eval_every=1, time_budget=None, verbose=False) -> SolverResult:
+            eval_every=1, time_budget=None, verbose=False, coef_init=0.0) -> SolverResult:
     """:class:`AdaGrad` on ``(X, y)`` through the driver."""
-    rule = AdaGrad(surrogate, step)
-    problem = check_problem(surrogate.space, X, y, lam)
+    rule = AdaGrad(surrogate, step, coef_init)
+    problem = check_problem(surrogate.space, X, y, lam, zero_lam=True)
     return run(rule, problem, n_passes=n_passes, random_state=random_state,
                eval_every=eval_every, time_budget=time_budget, X_val=X_val, y_val=y_val, verbose=verbose)

@@ -56,6 +56,8 @@ class StepRule(ABC):
     #: sample order of a pass: ``"permutation"`` (each sample once) or ``"uniform"`` (n draws
     #: with replacement, as the Casimir reference code)
     sampling = "permutation"
+    #: whether the rule accepts ``lam = 0`` (it minimises the primal and needs no strong convexity)
+    zero_lam = False
 
     def __init__(self, surrogate):
         self.surrogate = surrogate

@@ -99,7 +99,10 @@ def check_labels_for(space, y, n: int, seq_lengths=None):
     return np.ascontiguousarray(space.check_labels(y))
 
 
-def check_lam(lam) -> float:
+def check_lam(lam, zero: bool = False) -> float:
+    """``lam`` as a positive float (``zero``: also 0, for rules on the primal)."""
+    if zero and not isinstance(lam, bool) and isinstance(lam, (int, float, np.floating, np.integer)) and lam == 0:
+        return 0.0
     return check_positive(lam, "lam")
 
 
@@ -120,9 +123,11 @@ def primal_objective(surrogate, X, y, W, lam) -> float:
     return check_problem(surrogate.space, X, y, lam).primal(surrogate, W)
 
 
-def check_problem(space, X, y, lam, like=None) -> Problem:
-    """Validate a training problem (inputs, labels, ``lam``) and build its joint feature map."""
+def check_problem(space, X, y, lam, like=None, zero_lam: bool = False) -> Problem:
+    """Validate a training problem (inputs, labels, ``lam``; ``zero_lam``: ``lam = 0`` allowed,
+    for the rules that minimise the primal without its strong convexity) and build its joint
+    feature map."""
     fmap = joint_map(space, X, like=like)
     seq = getattr(fmap, "seq", None)
     y = check_labels_for(space, y, fmap.n, None if seq is None else seq.lengths)
-    return Problem(space, fmap, y, check_lam(lam))
+    return Problem(space, fmap, y, check_lam(lam, zero_lam))

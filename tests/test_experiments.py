@@ -129,3 +129,50 @@ def test_registry_declares_every_configured_experiment():
         assert exp.threads(config, dataset) >= 1
     with pytest.raises(ConfigError, match="unknown experiment 'm4n_tabel1'"):
         get("m4n_tabel1")
+
+
+def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_table1():
+    """A dataset's binning changes its feature settings (and only its own), relabels the split
+    from the view's target, and ``m4n_binning`` runs Table 1's settings on its datasets."""
+    import yaml
+
+    from structpred.data.discretize import bin_target
+    from structpred.experiments.registry import get
+    from structpred.experiments.splits import build_split_features
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    t1, sens = get("m4n_table1"), get("m4n_binning")
+    assert t1.feature_settings(config, "abalone")["binning"] == "kmeans"
+    assert "binning" not in t1.feature_settings(config, "stocks")  # the view's labels: files unchanged
+    assert sens.feature_settings(config, "abalone")["binning"] == "equal_frequency"
+    assert {d for d, _, _ in sens.jobs(config)} == {"machine", "abalone", "auto"}
+    assert len(sens.jobs(config)) == 3 * 3 * config["m4n_table1"]["n_splits"]
+    assert sens.settings(config, "auto", "M4N") == t1.settings(config, "auto", "M4N")
+    assert sens.references_of == "m4n_table1"
+
+    rng = np.random.default_rng(0)
+    target = np.exp(rng.normal(size=60))
+    arrays = {"X": rng.normal(size=(60, 3)), "y": bin_target(target, 4, "equal_frequency")[0], "target": target}
+    kw = dict(view="toy", split=0, seed=0, fractions=[0.6, 0.2, 0.2], n_components=5)
+    plain = build_split_features(arrays, **kw)
+    binned = build_split_features(arrays, **kw, binning="equal_width")
+    want, edges = bin_target(target, 4, "equal_width")
+    for part in ("train", "val", "test"):
+        np.testing.assert_array_equal(plain[f"y_{part}"], arrays["y"][plain[f"index_{part}"]])
+        np.testing.assert_array_equal(binned[f"y_{part}"], want[binned[f"index_{part}"]])
+        np.testing.assert_array_equal(binned[f"X_{part}"], plain[f"X_{part}"])
+    np.testing.assert_array_equal(binned["bin_edges"], edges)
+    with pytest.raises(ConfigError, match="no regression target"):
+        build_split_features({"X": arrays["X"], "y": arrays["y"]}, **kw, binning="kmeans")
+
+
+def test_audit_lists_every_binning_of_an_ordinal_view():
+    from structpred.data.discretize import bin_target
+    from structpred.experiments.datasets_audit import binning_note
+
+    target = np.arange(1.0, 21.0)
+    note = binning_note({"y": bin_target(target, 4, "equal_frequency")[0], "target": target})
+    assert "equal_frequency bins counts=5/5/5/5 edges=1/5.5/10.5/15.5/20" in note
+    assert "equal_width bins counts=5/5/5/5 edges=1/5.75/10.5/15.25/20" in note
+    assert "kmeans bins counts=" in note and "equal_width_log bins counts=" in note
+    assert binning_note({"y": np.zeros(3, dtype=int)}) == ""

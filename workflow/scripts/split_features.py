@@ -8,6 +8,6 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     arrays, meta = load(snakemake.input[0])  # noqa: F821
     features = build_split_features(arrays, view=dataset, split=split, seed=s["seed"],
                                     fractions=s["fractions"], n_components=s["n_components"],
-                                    whiten=s["whiten"], subsample=s["subsample"])
+                                    whiten=s["whiten"], subsample=s["subsample"], binning=s.get("binning"))
     save_split(snakemake.output[0], features,  # noqa: F821
                {"dataset": dataset, "split": split, "n_labels": int(meta["parsed"][2]), **s})

@@ -2,19 +2,43 @@
 
 Rows per view: metrics ``d``, ``n``, ``k`` (reference = the paper's value where the paper
 gives one) and ``checksum_ok`` (1 when every raw file of the source matches the registry),
-with the class balance, the raw-file status and the documented deviations in ``detail``.
+with the class balance, the raw-file status and the documented deviations in ``detail``; an
+ordinal view (one with a regression ``target``) also lists, per binning scheme, the bin counts
+and edges that scheme gives (the schemes the M4N tables may choose per dataset).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from structpred.data.acquire import status
 from structpred.data.parsers import VIEWS
 from structpred.data.store import load, summary
 from structpred.experiments.registry import Experiment, register
+
+
+def binning_note(arrays: dict) -> str:
+    """Per binning scheme, the counts and edges of the view's target cut into its k labels
+    (empty for views without a regression target)."""
+    from structpred.data.discretize import BINNINGS, bin_target
+    from structpred.errors import DataError
+
+    if "target" not in arrays:
+        return ""
+    k = int(arrays["y"].max()) + 1
+    parts = []
+    for scheme in BINNINGS:
+        try:
+            y, edges = bin_target(arrays["target"], k, scheme)
+        except DataError as e:
+            parts.append(f"{scheme} bins: {e}")
+            continue
+        counts = "/".join(str(int(c)) for c in np.bincount(y, minlength=k))
+        parts.append(f"{scheme} bins counts={counts} edges={'/'.join(f'{e:.4g}' for e in edges)}")
+    return "; ".join(parts)
 
 
 def audit_rows(view: str, processed_path, *, raw_dir: Path) -> list[dict]:
@@ -29,7 +53,7 @@ def audit_rows(view: str, processed_path, *, raw_dir: Path) -> list[dict]:
     balance = f"counts={'/'.join(str(int(c)) for c in counts)}" if counts is not None else "no labels"
     files_note = (f"{len(files)} raw files sha256 ok" if checksum_ok
                   else "checksum problems: " + ", ".join(bad))
-    detail = "; ".join(x for x in (balance, files_note, spec.deviations) if x)
+    detail = "; ".join(x for x in (balance, files_note, spec.deviations, binning_note(arrays)) if x)
     paper = spec.paper_dnk or (None, None, None)
     base = {"experiment": "datasets", "task": spec.task, "dataset": view, "method": "audit",
             "split": 0, "selected": True, "detail": detail}

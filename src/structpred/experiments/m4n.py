@@ -2,6 +2,10 @@
 
 One job = one (dataset, method, split): fit one model per lambda on the training part,
 pick lambda by the validation loss (M4N §6), report the test loss of the picked model.
+An ordinal dataset's labels are its regression target cut by the experiment's ``binning``
+(per dataset, :data:`~structpred.data.discretize.BINNINGS`; default: the view's
+equal-frequency labels).  ``m4n_binning`` reruns Table 1's ordinal rows of some datasets under
+another binning, every other setting taken from ``m4n_table1`` (the sensitivity table).
 """
 
 from __future__ import annotations
@@ -121,12 +125,12 @@ def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset:
     return rows
 
 
-def task_of(config: dict, experiment: str, dataset: str) -> tuple[str, dict]:
-    """The task of a Table 1 experiment that lists ``dataset``: ``(name, spec)``."""
-    tasks = config[experiment]["tasks"]
+def task_of(block: dict, dataset: str) -> tuple[str, dict]:
+    """The task of a Table 1 config block that lists ``dataset``: ``(name, spec)``."""
+    tasks = block["tasks"]
     task = next((t for t, spec in tasks.items() if dataset in spec["datasets"]), None)
     if task is None:
-        raise ConfigError(f"{dataset} is not in any task of {experiment}")
+        raise ConfigError(f"{dataset} is not in any task of {', '.join(tasks)}")
     return task, tasks[task]
 
 
@@ -153,11 +157,19 @@ class _M4NTable(Experiment):
     needs = ("features",)
     percent_tasks = frozenset({"mc", "seq", "rnk"})  # the paper prints these losses in percent
 
+    def block(self, config: dict) -> dict:
+        """The experiment's settings (its config block)."""
+        return config[self.name]
+
     def feature_settings(self, config: dict, dataset: str) -> dict:
-        s = config[self.name]
-        return {"fractions": s["split_fractions"], "n_components": s["nystrom"]["n_components"],
-                "whiten": s["nystrom"]["whiten"], "subsample": s.get("subsample", {}).get(dataset),
-                "seed": config["seed"]}
+        s = self.block(config)
+        out = {"fractions": s["split_fractions"], "n_components": s["nystrom"]["n_components"],
+               "whiten": s["nystrom"]["whiten"], "subsample": s.get("subsample", {}).get(dataset),
+               "seed": config["seed"]}
+        binning = (s.get("binning") or {}).get(dataset)
+        if binning is not None:  # only then: the view's own labels keep their finished feature files
+            out["binning"] = binning
+        return out
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         from structpred.experiments.splits import load_split
@@ -175,13 +187,13 @@ class Table1(_M4NTable):
     title = "M4N (ICML 2020) Table 1: average test loss over splits"
 
     def jobs(self, config):
-        s = config[self.name]
+        s = self.block(config)
         return [(d, m, k) for t in s["tasks"].values() for d in t["datasets"]
                 for m in t.get("methods", s["methods"]) for k in range(t.get("n_splits", s["n_splits"]))]
 
     def settings(self, config, dataset, method):
-        s = config[self.name]
-        task, spec = task_of(config, self.name, dataset)
+        s = self.block(config)
+        task, spec = task_of(s, dataset)
         return {"task": task, "method": method, "loss": spec["loss"],
                 "lambdas": spec.get("lambdas", s["lambdas"]), "n_passes": spec.get("n_passes", s["n_passes"]),
                 "oracle_iterations": spec.get("oracle_iterations", s["oracle_iterations"]) if method == "M4N" else None,
@@ -190,7 +202,7 @@ class Table1(_M4NTable):
                 "eval_every": spec.get("eval_every", s["eval_every"] if method == "M4N" else None)}
 
     def threads(self, config, dataset):
-        return task_of(config, self.name, dataset)[1].get("threads", 1)
+        return task_of(self.block(config), dataset)[1].get("threads", 1)
 
     def render(self, table, tests):
         from structpred.experiments.m4n_report import render_losses
@@ -217,12 +229,12 @@ class Table2(_M4NTable):
     title = "M4N (ICML 2020) Table 2: warm start of the max-min oracle (test loss / oracle gap)"
 
     def jobs(self, config):
-        s = config[self.name]
+        s = self.block(config)
         return [(d, table2_method(k, w), split) for d in s["datasets"] for k in s["oracle_iterations"]
                 for w in s["warm_start"] for split in range(s["n_splits"])]
 
     def settings(self, config, dataset, method):
-        s = config[self.name]
+        s = self.block(config)
         n_iter, warm = parse_table2_method(method)
         return {"task": s["task"], "method": "M4N", "loss": s["loss"], "lambdas": s["lambdas"],
                 "n_passes": s["n_passes"], "oracle_iterations": n_iter, "warm_start": warm,
@@ -243,3 +255,20 @@ class Table2(_M4NTable):
         from structpred.report.significance import paired_tests
 
         return paired_tests(selected, warm_cold_pairs)
+
+
+@register
+class BinningSensitivity(Table1):
+    """Table 1's ordinal rows of ``datasets`` under another ``binning``: the sensitivity table."""
+
+    name = "m4n_binning"
+    title = "M4N (ICML 2020) Table 1, ordinal rows under another binning of the target (sensitivity)"
+    references_of = "m4n_table1"
+
+    def block(self, config: dict) -> dict:
+        """``m4n_table1``'s settings with the ordinal task reduced to this block's datasets and
+        methods and this block's binning."""
+        base, own = config["m4n_table1"], config[self.name]
+        ordinal = {**base["tasks"]["ord"], "datasets": list(own["datasets"])}
+        return {**base, "tasks": {"ord": ordinal}, "methods": own.get("methods", base["methods"]),
+                "binning": own["binning"]}

@@ -37,6 +37,9 @@ class Experiment:
     key: tuple = ("task", "dataset", "method", "metric")
     #: the name of the table's column counting the aggregated runs (splits, seeds)
     count: str = "n_splits"
+    #: the experiment whose paper numbers (config/references.yaml) this table sets beside its
+    #: own (``None``: its own name)
+    references_of: str | None = None
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError

@@ -55,6 +55,7 @@ def build_split_features(
     n_components: int,
     whiten: bool = False,
     subsample: int | None = None,
+    binning: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Split (X, y) and map it through Nystrom Gaussian features fitted on the training part.
 
@@ -64,11 +65,23 @@ def build_split_features(
     Sequence views (with ``offsets``, e.g. OCR words) are split by sequence; the Nystrom
     map is fitted on the training positions (letters) and applied per position; each part
     then also has ``offsets_<part>`` and ``index_<part>`` holds sequence indices.
+    ``binning``: an ordinal view's labels are recut from its regression ``target`` into as many
+    bins by that scheme (:func:`~structpred.data.discretize.bin_target`; the edges are stored
+    as ``bin_edges``, the counts logged); ``None`` keeps the view's labels.
     """
     from structpred.features import NystromGaussian
 
     X = arrays["X"]
     y = arrays["Y"] if "Y" in arrays else arrays["y"]  # label rankings: (n, M) rank positions
+    extra = {}
+    if binning is not None:
+        from structpred.data.discretize import bin_target
+
+        if "target" not in arrays:
+            raise ConfigError(f"binning {binning!r} asked for {view}, which has no regression target")
+        y, extra["bin_edges"] = bin_target(arrays["target"], int(y.max()) + 1, binning)
+        log.info("%s: %s bins, counts %s, edges %s", view, binning, np.bincount(y, minlength=extra["bin_edges"].shape[0] - 1).tolist(),
+                 np.array2string(extra["bin_edges"], precision=4))
     nys = NystromGaussian(n_components=n_components, whiten=whiten,
                           random_state=int_seed(seed, view, "nystrom", split))
     if "offsets" in arrays:
@@ -91,7 +104,7 @@ def build_split_features(
         "X_train": nys.transform(X[tr]), "y_train": y[tr],
         "X_val": nys.transform(X[va]), "y_val": y[va],
         "X_test": nys.transform(X[te]), "y_test": y[te],
-        "index_train": keep[tr], "index_val": keep[va], "index_test": keep[te],
+        "index_train": keep[tr], "index_val": keep[va], "index_test": keep[te], **extra,
     }
 
 

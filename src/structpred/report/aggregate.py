@@ -61,7 +61,8 @@ def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd
     results = read_results(result_paths)
     experiment = str(results["experiment"].iloc[0]) if len(results) else Path(table_path).stem
     spec = get(experiment)
-    table = aggregate(results, load_references(references_path, experiment, spec.key), spec.key, spec.count)
+    refs = load_references(references_path, spec.references_of or experiment, spec.key)
+    table = aggregate(results, refs, spec.key, spec.count)
     write_csv(table, table_path)
     write_csv(spec.tests(_selected(results)), tests_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))

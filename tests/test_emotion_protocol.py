@@ -165,3 +165,15 @@ def test_emotion_sequences_with_reference_edges():
     np.testing.assert_array_equal(labels[1], arrays["y"][0:3])
     plain, _ = agm.sequences(arrays, [2, 0])
     assert plain.edges is None
+
+
+def test_test_losses_mean_over_sequences_and_pooled_over_frames():
+    y = [np.array([0, 1, 2]), np.array([2, 2])]
+    pred = [np.array([0, 0, 0]), np.array([2, 0])]
+    # zero-one, unweighted: per sequence 2/3 and 1/2; pooled 3 errors of 5 frames
+    out = agm.test_losses("zero_one", y, pred)
+    assert out["zero_one"] == pytest.approx((2 / 3 + 1 / 2) / 2) and out["zero_one_nodewise"] == pytest.approx(3 / 5)
+    # weighted absolute (w_t = t): sequence 1: (1*0 + 2*1 + 3*2) / 6, sequence 2: (1*0 + 2*2) / 3; pooled 12 / 9
+    out = agm.test_losses("weighted_absolute", y, pred)
+    assert out["weighted_absolute"] == pytest.approx((8 / 6 + 4 / 3) / 2)
+    assert out["weighted_absolute_nodewise"] == pytest.approx(12 / 9)

@@ -28,12 +28,30 @@ EXTRA_COLUMNS = {
 }
 
 
+#: the node-wise pooled variants (the reference code's second number): metric -> label
+NODEWISE_LOSSES = {f"{m}_nodewise": label for m, label in EMOTION_LOSSES.items()}
+
+
 def render_emotion(table: pd.DataFrame, tests: pd.DataFrame) -> str:
     """Paper layout of AGM Table 1: a row per loss, a column per method, then the average and
     the number of bold cells; bold = best or not significantly worse (the ``bold`` column of
-    :func:`structpred.report.significance.best_tests`)."""
+    :func:`structpred.report.significance.best_tests`).  The node-wise pooled losses, when
+    recorded, follow in a second table of the same layout."""
     bolds = bold_of(tests)
-    data = table[table["metric"].isin(list(EMOTION_LOSSES))]
+    out = [_loss_table(table, bolds, EMOTION_LOSSES)]
+    if table["metric"].isin(list(NODEWISE_LOSSES)).any():
+        out.append("<p>The same losses pooled over all test frames, <i>sum_i sum_t w_t l_it / sum_i sum_t w_t</i> "
+                   "(the reference code's node-wise number; the paper's table is the mean over sequences above):</p>")
+        out.append(_loss_table(table, bolds, NODEWISE_LOSSES))
+    methods = set(table["method"])
+    for m, what in EXTRA_COLUMNS.items():
+        if m in methods:
+            out.append(f"<p>{html.escape(m)} is an extra column (not in the paper): {html.escape(what)}.</p>")
+    return "\n".join(x for x in out if x)
+
+
+def _loss_table(table: pd.DataFrame, bolds: dict, losses: dict) -> str:
+    data = table[table["metric"].isin(list(losses))]
     out = []
     for (task, dataset), part in data.groupby(["task", "dataset"], sort=False):
         present = list(dict.fromkeys(part["method"]))
@@ -41,30 +59,26 @@ def render_emotion(table: pd.DataFrame, tests: pd.DataFrame) -> str:
         by = part.set_index(["metric", "method"])
         out.append(f"<table><tr><th class=l>loss ({html.escape(str(dataset))})</th>"
                    + "".join(f"<th>{html.escape(m)}</th>" for m in methods) + "</tr>")
-        for metric, label in EMOTION_LOSSES.items():
+        for metric, label in losses.items():
             cells = "".join(
                 cell(by.loc[(metric, m)], bold=bolds.get((task, dataset, metric, m), False))
                 if (metric, m) in by.index else "<td>–</td>" for m in methods)
             out.append(f"<tr><td class=l>{label}</td>{cells}</tr>")
         averages, counts = [], []
         for m in methods:
-            rows = [by.loc[(metric, m)] for metric in EMOTION_LOSSES if (metric, m) in by.index]
-            if len(rows) < len(EMOTION_LOSSES):
+            rows = [by.loc[(metric, m)] for metric in losses if (metric, m) in by.index]
+            if len(rows) < len(losses):
                 averages.append("<td>–</td>")
             else:
                 mean = float(np.mean([r["mean"] for r in rows]))
                 refs = [r["reference"] for r in rows]
                 paper = float(np.mean(refs)) if all(pd.notna(r) for r in refs) else None
                 averages.append(f"<td>{fmt(mean)}{paper_note(mean, paper)}</td>")
-            flags = [bolds[(task, dataset, metric, m)] for metric in EMOTION_LOSSES
-                     if (task, dataset, metric, m) in bolds]
+            flags = [bolds[(task, dataset, metric, m)] for metric in losses if (task, dataset, metric, m) in bolds]
             counts.append(f"<td>{sum(flags)}</td>" if flags else "<td>–</td>")
         out.append(f"<tr><td class=l>average</td>{''.join(averages)}</tr>")
         out.append(f"<tr><td class=l># bold</td>{''.join(counts)}</tr>")
         out.append("</table>")
-        for m, what in EXTRA_COLUMNS.items():
-            if m in methods:
-                out.append(f"<p>{html.escape(m)} is an extra column (not in the paper): {html.escape(what)}.</p>")
     return "\n".join(out)
 
 

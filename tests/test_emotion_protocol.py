@@ -177,3 +177,21 @@ def test_test_losses_mean_over_sequences_and_pooled_over_frames():
     out = agm.test_losses("weighted_absolute", y, pred)
     assert out["weighted_absolute"] == pytest.approx((8 / 6 + 4 / 3) / 2)
     assert out["weighted_absolute_nodewise"] == pytest.approx(12 / 9)
+
+
+def test_the_unnormalised_sensitivity_table_trains_on_sum_w_l_with_agm_emotion_settings():
+    import yaml
+    from pathlib import Path
+
+    from structpred.experiments.registry import get
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    base, sens = get("agm_emotion"), get("agm_emotion_unnormalised")
+    assert {m for _, m, _ in sens.jobs(config)} == {"AGM", "SSVM"} and sens.references_of == "agm_emotion"
+    assert sens.settings(config, "ck", "AGM") == {**base.settings(config, "ck", "AGM"), "train_normalize": False}
+    assert "train_normalize" not in base.settings(config, "ck", "AGM")  # finished agm_emotion jobs stay valid
+    y, pred = [np.array([0, 1, 2])], [np.array([0, 0, 0])]
+    assert agm.loss_space("weighted_zero_one", normalize=False).loss(y, pred)[0] == pytest.approx(2 + 3)
+    assert agm.loss_space("weighted_zero_one").loss(y, pred)[0] == pytest.approx(5 / 6)
+    est = agm._estimator("SSVM", "weighted_zero_one", 0.1, {"train_normalize": False}, 1, 0)
+    assert est.loss.normalize is False

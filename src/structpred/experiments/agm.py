@@ -61,14 +61,15 @@ N_EMOTIONS = 6
 PRIMAL_METHODS = ("AGM", "AGM-SPMP")
 
 
-def loss_space(name: str):
-    """The chain space of one evaluation loss."""
+def loss_space(name: str, normalize: bool = True):
+    """The chain space of one evaluation loss (``normalize=False``: ``sum_t w_t l_t`` without the
+    division by ``sum_t w_t``, the training loss of ``agm_emotion_unnormalised``)."""
     from structpred.outputs import Chain
 
     if name not in LOSSES:
         raise ConfigError(f"unknown AGM loss {name!r}; known: {', '.join(LOSSES)}")
     node, weights = LOSSES[name]
-    return Chain(N_LABELS, node, weights)
+    return Chain(N_LABELS, node, weights, normalize=normalize)
 
 
 def test_losses(loss: str, y, pred) -> dict[str, float]:
@@ -105,7 +106,7 @@ def split_indices(arrays: dict[str, np.ndarray], split: int, n_train: int) -> tu
 def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int, seed: int):
     from structpred.estimators import AGM, CRF, M3N, M4N
 
-    space = loss_space(loss)
+    space = loss_space(loss, settings.get("train_normalize", True))
     common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,
               "eval_every": n_passes}
     if method in PRIMAL_METHODS:
@@ -194,7 +195,7 @@ def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, s
 
 
 def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: dict[str, float],
-              settings: dict, seed: int) -> list[dict]:
+              settings: dict, seed: int, experiment: str = "agm_emotion") -> list[dict]:
     """Tidy rows (metric = loss name, value = test loss) of one split with the CV-chosen lambdas."""
     from structpred.experiments.seeding import int_seed
 
@@ -209,7 +210,7 @@ def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: di
         res = fit_and_score(method, lam, train, test, losses, settings, int_seed(seed, "agm_emotion", method, split))
         for loss in losses:
             for metric in (loss, f"{loss}_nodewise"):
-                rows.append({"experiment": "agm_emotion", "task": "emotion", "dataset": DATASET, "method": method,
+                rows.append({"experiment": experiment, "task": "emotion", "dataset": DATASET, "method": method,
                              "split": split, "lam": lam, "selected": True, "metric": metric, "value": res[metric]})
     return rows
 
@@ -226,15 +227,19 @@ class EmotionTable(Experiment):
     KEYS = ("losses", "n_train", "validation", "lambdas", "cv_passes", "n_passes", "edge_features", "adagrad_step",
             "coef_init", "game", "oracle_iterations")
 
+    def block(self, config: dict) -> dict:
+        """The experiment's settings (its config block)."""
+        return config[self.name]
+
     def jobs(self, config):
-        s = config[self.name]
+        s = self.block(config)
         return [(DATASET, m, k) for m in s["methods"] for k in range(s["n_splits"])]
 
     def view(self, config, dataset):
-        return config[self.name]["view"]
+        return self.block(config)["view"]
 
     def settings(self, config, dataset, method):
-        return {k: config[self.name][k] for k in self.KEYS}
+        return {k: self.block(config)[k] for k in self.KEYS}
 
     def select(self, inputs, settings, *, seed, dataset, method):
         from structpred.data.store import load
@@ -250,7 +255,7 @@ class EmotionTable(Experiment):
         arrays, _ = load(inputs["view"])
         cv = pd.read_csv(inputs["selection"])
         chosen = dict(zip(cv.loc[cv["selected"], "loss"], cv.loc[cv["selected"], "lam"]))
-        return run_split(arrays, method, split, chosen, settings, seed), None
+        return run_split(arrays, method, split, chosen, settings, seed, self.name), None
 
     def render(self, table, tests):
         from structpred.experiments.agm_report import render_emotion
@@ -266,3 +271,19 @@ class EmotionTable(Experiment):
         from structpred.report.significance import best_tests
 
         return best_tests(selected)
+
+
+@register
+class EmotionUnnormalised(EmotionTable):
+    """AGM Table 1 with the loss-trained methods trained on ``sum_t w_t l_t`` (no division by
+    ``sum_t w_t``; evaluation unchanged): every other setting from ``agm_emotion``."""
+
+    name = "agm_emotion_unnormalised"
+    title = "AGM (NeurIPS 2018) Table 1 with unnormalised training losses (sensitivity)"
+    references_of = "agm_emotion"
+
+    def block(self, config: dict) -> dict:
+        return {**config["agm_emotion"], **config[self.name]}
+
+    def settings(self, config, dataset, method):
+        return {**super().settings(config, dataset, method), "train_normalize": False}

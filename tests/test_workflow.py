@@ -68,7 +68,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "tables/casimir_ner.csv", "tables/casimir_ner_curves.csv", "figures/casimir_ner/fig2.png",
                  "figures/casimir_ner/fig5d.png", "tables/qs_robust.csv", "figures/qs_robust.png",
                  "tables/qs_usps.csv", "figures/qs_usps/digits.png", "tables/qs_movielens.csv",
-                 "figures/qs_movielens.png", "tables/agm_srl.csv", "figures/agm_srl.png"]:
+                 "figures/qs_movielens.png", "tables/agm_srl.csv", "figures/agm_srl.png",
+                 "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -95,13 +96,18 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
 
     emotion = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion.csv")
-    assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N", "AGM-SPMP"}
-    assert set(emotion["metric"]) == {"zero_one", "absolute", "squared", "weighted_zero_one",
-                                      "weighted_absolute", "weighted_squared"}
+    assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N"}
+    base = {"zero_one", "absolute", "squared", "weighted_zero_one", "weighted_absolute", "weighted_squared"}
+    assert set(emotion["metric"]) == base | {f"{m}_nodewise" for m in base}  # per sequence and pooled
     assert (emotion["n_splits"] == 2).all() and (emotion["task"] == "emotion").all()
     assert emotion["mean"].between(0, 4).all()  # squared loss over labels 0..2 is at most 4
     tests = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_tests.csv")
     assert tests["bold"].any()
+    # the sensitivity tables: the same contract, the base experiment's paper numbers beside them
+    unnorm = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_unnormalised.csv")
+    assert set(unnorm["method"]) == {"AGM"} and unnorm.loc[unnorm["metric"] == "zero_one", "reference"].eq(0.34).all()
+    binning = pd.read_csv(workdir / "reports" / "tables" / "m4n_binning.csv")
+    assert set(binning["dataset"]) == {"machine"} and binning["reference"].notna().any()
 
     ner = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner.csv", keep_default_na=False)
     assert list(ner.columns) == ["figure", "c", "method", "variant", "metric", "mean", "std", "n_seeds", "reference"]

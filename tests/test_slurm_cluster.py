@@ -84,7 +84,7 @@ def test_smoke_workflow_on_slurm_matches_local_and_survives_a_cancel(cluster, sm
     log.warning("smoke workflow: %.0f s through SLURM, %.0f s locally (--cores 2)", seconds,
                 smoke_local.seconds)
     expected = _tables(smoke_local.path)
-    assert len(expected) == 20  # 9 experiments x (table, tests) and the Casimir and USPS history tables
+    assert len(expected) == 24  # 11 experiments x (table, tests) and the Casimir and USPS history tables
     assert _tables(project) == expected
 
     # Every job ran as a SLURM job except the local rules (downloads, data preparation, report).

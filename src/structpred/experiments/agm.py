@@ -103,15 +103,18 @@ def split_indices(arrays: dict[str, np.ndarray], split: int, n_train: int) -> tu
     return perm[:n_train], perm[n_train:]
 
 
-def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int, seed: int):
+def method_estimator(method: str, space, lam: float, settings: dict, n_passes: int, seed: int):
+    """The estimator of one of the AGM paper's methods on ``space`` (shared by both AGM tables):
+    AGM (AdaGrad on the game, ``settings["game"]``), AGM-SPMP (the same with SP-MP), M4N (GBCFW),
+    SSVM (BCFW on the hinge), CRF (SDCA)."""
     from structpred.estimators import AGM, CRF, M3N, M4N
 
-    space = loss_space(loss, settings.get("train_normalize", True))
     common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,
               "eval_every": n_passes}
     if method in PRIMAL_METHODS:
         return AGM(**common, step=settings["adagrad_step"], n_iter_oracle=settings["oracle_iterations"],
-                   game="spmp" if method == "AGM-SPMP" else settings["game"], coef_init=settings["coef_init"])
+                   game="spmp" if method == "AGM-SPMP" else settings["game"],
+                   coef_init=settings.get("coef_init", 0.0))
     if method == "M4N":
         return M4N(**common, n_iter_oracle=settings["oracle_iterations"])
     if method == "SSVM":
@@ -119,6 +122,11 @@ def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int
     if method == "CRF":
         return CRF(**common)
     raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N, AGM-SPMP")
+
+
+def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int, seed: int):
+    return method_estimator(method, loss_space(loss, settings.get("train_normalize", True)), lam, settings,
+                            n_passes, seed)
 
 
 def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, seed: int,

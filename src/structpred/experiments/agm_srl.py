@@ -57,20 +57,12 @@ def examples(arrays, part: str, settings: dict, seed: int, rank: np.ndarray):
 
 
 def estimator(method: str, space, lam: float, settings: dict, seed: int):
-    from structpred.estimators import AGM, CRF, M3N, M4N
+    """The AGM paper's estimator of ``method`` (:func:`structpred.experiments.agm.method_estimator`)."""
+    from structpred.experiments.agm import method_estimator
 
-    common = {"loss": space, "lam": float(lam), "n_passes": settings["n_passes"], "random_state": seed,
-              "eval_every": settings["n_passes"]}
-    if method == "AGM":
-        return AGM(**common, step=settings["adagrad_step"], game=settings["game"],
-                   n_iter_oracle=settings["oracle_iterations"])
-    if method == "M4N":
-        return M4N(**common, n_iter_oracle=settings["oracle_iterations"])
-    if method == "SSVM":
-        return M3N(**common)
-    if method == "CRF":
-        return CRF(**common)
-    raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
+    if method not in METHODS:
+        raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
+    return method_estimator(method, space, lam, settings, settings["n_passes"], seed)
 
 
 def predict(method: str, model, space, X):

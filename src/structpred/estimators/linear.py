@@ -64,7 +64,8 @@ class _LinearStructured(BaseEstimator):
         self.joint_map_ = problem.fmap
         self.surrogate_ = surrogate
         res = run(rule, problem, n_passes=self.n_passes, random_state=self.random_state,
-                  eval_every=self.eval_every, X_val=X_val, y_val=y_val, verbose=self.verbose)
+                  eval_every=self.eval_every, rtol=getattr(self, "rtol", None), X_val=X_val, y_val=y_val,
+                  verbose=self.verbose)
         self.coef_ = res.W
         self.dual_ = res.mu
         self.solver_state_ = res.state
@@ -111,14 +112,23 @@ class M3N(_LinearStructured):
 
     Objective ``(1/n) sum_i max_y' [L(y_i,y') + v_y' - v_{y_i}] + lam/2 ||W||_F^2``.
     ``eval_every``: objectives recorded in ``history_`` every that many passes (and the last).
+    ``steps``, ``sampling``, ``block_steps``: BCFW's variant (:class:`structpred.solvers.BCFW`;
+    ``steps="pairwise", sampling="gap"`` converges much faster than the paper's plain BCFW).
+    ``rtol``: stop at the first recorded pass whose certified duality gap is ``<= rtol *
+    primal`` (``None``: run ``n_passes``).
     """
 
-    def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, averaging=False,
-                 random_state=None, verbose=False, n_labels=None, eval_every=1):
+    def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, averaging=False, steps="frank-wolfe",
+                 sampling="permutation", block_steps=1, rtol=None, random_state=None, verbose=False,
+                 n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
         self.averaging = averaging
+        self.steps = steps
+        self.sampling = sampling
+        self.block_steps = block_steps
+        self.rtol = rtol
         self.random_state = random_state
         self.verbose = verbose
         self.n_labels = n_labels
@@ -128,7 +138,8 @@ class M3N(_LinearStructured):
         return Hinge(space)
 
     def _rule(self, surrogate):
-        return BCFW(surrogate, averaging=self.averaging)
+        return BCFW(surrogate, averaging=self.averaging, steps=self.steps, sampling=self.sampling,
+                    block_steps=self.block_steps)
 
 
 class M4N(_LinearStructured):
@@ -136,14 +147,17 @@ class M4N(_LinearStructured):
 
     ``eval_every``: the primal objective (one extra oracle pass) is evaluated and recorded in
     ``history_`` every that many passes and at the last; training is the same either way.
+    ``rtol``: stop at the first recorded pass whose certified gap (the oracle's upper bound
+    minus the dual) is ``<= rtol * primal``.
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
-                 warm_start_oracle=True, warm_start_mix=0.1, random_state=None, verbose=False,
+                 warm_start_oracle=True, warm_start_mix=0.1, rtol=None, random_state=None, verbose=False,
                  n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
+        self.rtol = rtol
         self.n_iter_oracle = n_iter_oracle
         self.warm_start_oracle = warm_start_oracle
         self.warm_start_mix = warm_start_mix
@@ -162,13 +176,15 @@ class M4N(_LinearStructured):
 
 class CRF(_LinearStructured):
     """Multinomial logistic regression (CRF) by SDCA; predictions by Bayes decoding
-    with the task loss: ``argmin_y' sum_y p(y|x) L(y, y')``."""
+    with the task loss: ``argmin_y' sum_y p(y|x) L(y, y')``.  ``rtol``: stop at the first
+    recorded pass whose duality gap is ``<= rtol * primal``."""
 
-    def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, random_state=None,
+    def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, rtol=None, random_state=None,
                  verbose=False, n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
+        self.rtol = rtol
         self.random_state = random_state
         self.verbose = verbose
         self.n_labels = n_labels

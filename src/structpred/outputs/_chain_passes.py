@@ -288,7 +288,7 @@ class HashedChainPasses:
         if not ok:
             raise StructpredError("scores contain NaN or infinite values")
 
-    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg):
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
         """``GenericKernels.bcfw_pass`` with each step's oracle and updates compiled; the step's
         dot products, sum and line search stay the same numpy calls and Python arithmetic (BLAS
         ``ddot``, whose order, for the 65,535 weights of ``||Psi_i dvec||^2``, depends on its
@@ -307,6 +307,7 @@ class HashedChainPasses:
             l_s = float(self.pos[i] @ L[:T])
             l_mu = float(np.sum(LM[:T])) + a
             g = float(v[:d] @ dvec[:d]) + l_s - l_mu
+            gaps[i] = g / n
             denom = float(G @ G)
             gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
             bcfw_update(self.tok, self.off, self.C.shape[0], i, W, mu[i], dvec, gamma, scale, averaging, t, W_avg, c)

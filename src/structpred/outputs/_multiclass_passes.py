@@ -19,51 +19,112 @@ from structpred.outputs._multiclass_kernels import loss_augmented, spmp
 
 
 @njit(cache=True)
-def bcfw_pass(X, y, A, W, mu, lam, order, xnorm2, t0, averaging, W_avg, ell, ell_avg):
-    """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4).
+def _fw_step(X, i, yi, A, W, mu, lam, v, s, xnorm2, ell, coef, gaps):
+    """BCFW's Frank-Wolfe step on block ``i`` towards ``e_s`` with exact line search."""
+    n = X.shape[0]
+    k = W.shape[1]
+    scale = 1.0 / (lam * n)
+    vmu = 0.0
+    amu = 0.0
+    nrm = 0.0
+    for j in range(k):
+        vmu += v[j] * mu[i, j]
+        amu += A[yi, j] * mu[i, j]
+        dj = -mu[i, j]
+        if j == s:
+            dj += 1.0
+        nrm += dj * dj
+    # block gap * n: <v, e_s - mu_i> + A[y_i, s] - A[y_i] . mu_i
+    g = v[s] - vmu + A[yi, s] - amu
+    gaps[i] = g / n
+    denom = xnorm2[i] * nrm
+    if denom <= 0.0 or g <= 0.0:
+        gamma = 0.0
+    else:
+        gamma = lam * n * g / denom
+        gamma = min(gamma, 1.0)
+    if gamma > 0.0:
+        for j in range(k):
+            coef[j] = gamma * scale * mu[i, j]
+        coef[s] -= gamma * scale
+        _rank1(X, i, W, coef)
+        ell[0] += gamma * (A[yi, s] - amu) / n
+        for j in range(k):
+            mu[i, j] *= 1.0 - gamma
+        mu[i, s] += gamma
+
+
+@njit(cache=True)
+def _pairwise_steps(X, i, yi, A, W, mu, lam, v, s, xnorm2, ell, coef, gaps, block_steps):
+    """Up to ``block_steps`` pairwise steps on block ``i`` (see :func:`bcfw_pass`)."""
+    n = X.shape[0]
+    k = W.shape[1]
+    scale = 1.0 / (lam * n)
+    dual = 0.0
+    for j in range(k):
+        dual += mu[i, j] * (A[yi, j] + v[j])
+        coef[j] = 0.0
+    gaps[i] = (A[yi, s] + v[s] - dual) / n
+    moved = False
+    for r in range(block_steps):
+        if r > 0:
+            s = loss_augmented(v, yi, A)
+        a = -1
+        low = 0.0
+        for j in range(k):
+            if mu[i, j] > 0.0:
+                val = A[yi, j] + v[j]
+                if a < 0 or val < low:
+                    a = j
+                    low = val
+        g = A[yi, s] + v[s] - low
+        if a == s or g <= 0.0 or xnorm2[i] <= 0.0:
+            break
+        gamma = min(lam * n * g / (2.0 * xnorm2[i]), mu[i, a])
+        mu[i, s] += gamma
+        mu[i, a] = 0.0 if gamma == mu[i, a] else mu[i, a] - gamma
+        coef[s] -= gamma * scale
+        coef[a] += gamma * scale
+        dv = gamma * scale * xnorm2[i]
+        v[s] -= dv
+        v[a] += dv
+        ell[0] += gamma * (A[yi, s] - A[yi, a]) / n
+        moved = True
+    if moved:
+        _rank1(X, i, W, coef)
+
+
+@njit(cache=True)
+def bcfw_pass(X, y, A, W, mu, lam, order, xnorm2, t0, averaging, W_avg, ell, ell_avg, gaps, pairwise, block_steps):
+    """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4), or
+    with pairwise steps (Lacoste-Julien & Jaggi 2015; Osokin et al. 2016).
 
     ``ell[0]`` holds ``l = (1/n) sum_i A[y_i] . mu_i`` (the linear dual term), updated in
     place; with ``averaging`` the weighted averages (rho_t = 2/(t+2)) of W and l are
-    kept in ``W_avg`` / ``ell_avg[0]``.  Returns the new global step counter.
+    kept in ``W_avg`` / ``ell_avg[0]``; ``gaps[i]`` receives the block's Frank-Wolfe gap at
+    the visit (before its steps), which gap sampling draws by.
+
+    Pairwise: at block ``i`` with scores ``v``, the Frank-Wolfe corner ``s = argmax_j A[y_i, j]
+    + v_j`` and the away corner ``a = argmin_{j: mu_ij > 0} A[y_i, j] + v_j`` (the block's
+    active set is the support of ``mu_i``); the step moves mass ``gamma`` from ``a`` to ``s``,
+    ``gamma = min(lam n g_pw / (2 ||x_i||^2), mu_ia)``, the exact maximiser of the dual on the
+    segment.  The scores after a step are ``v - gamma ||x_i||^2 / (lam n) (e_s - e_a)``: up to
+    ``block_steps`` pairwise steps are taken per visit on those cached scores, and ``W`` is
+    updated once.  Returns the new global step counter.
     """
-    n, d = X.shape
-    k = W.shape[1]
+    d, k = W.shape
     v = np.empty(k)
     coef = np.empty(k)
-    scale = 1.0 / (lam * n)
     t = t0
     for p in range(order.shape[0]):
         i = order[p]
         yi = y[i]
         _scores(X, i, W, v)
         s = loss_augmented(v, yi, A)
-        vmu = 0.0
-        amu = 0.0
-        nrm = 0.0
-        for j in range(k):
-            vmu += v[j] * mu[i, j]
-            amu += A[yi, j] * mu[i, j]
-            dj = -mu[i, j]
-            if j == s:
-                dj += 1.0
-            nrm += dj * dj
-        # block gap * n: <v, e_s - mu_i> + A[y_i, s] - A[y_i] . mu_i
-        g = v[s] - vmu + A[yi, s] - amu
-        denom = xnorm2[i] * nrm
-        if denom <= 0.0 or g <= 0.0:
-            gamma = 0.0
+        if pairwise:
+            _pairwise_steps(X, i, yi, A, W, mu, lam, v, s, xnorm2, ell, coef, gaps, block_steps)
         else:
-            gamma = lam * n * g / denom
-            gamma = min(gamma, 1.0)
-        if gamma > 0.0:
-            for j in range(k):
-                coef[j] = gamma * scale * mu[i, j]
-            coef[s] -= gamma * scale
-            _rank1(X, i, W, coef)
-            ell[0] += gamma * (A[yi, s] - amu) / n
-            for j in range(k):
-                mu[i, j] *= 1.0 - gamma
-            mu[i, s] += gamma
+            _fw_step(X, i, yi, A, W, mu, lam, v, s, xnorm2, ell, coef, gaps)
         if averaging:
             rho = 2.0 / (t + 2.0)
             for a in range(d):
@@ -227,8 +288,13 @@ class MulticlassPasses:
         self.X, self.xnorm2, self.y = fmap.X, fmap.xnorm2, y
         self.A, self.kind, self.eta = space.loss_matrix, np.int64(space.kind), float(space.eta)
 
-    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg):
-        return bcfw_pass(self.X, self.y, self.A, W, mu, lam, order, self.xnorm2, t0, averaging, W_avg, ell, ell_avg)
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
+        return bcfw_pass(self.X, self.y, self.A, W, mu, lam, order, self.xnorm2, t0, averaging, W_avg, ell, ell_avg,
+                         gaps, False, 1)
+
+    def bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
+        return bcfw_pass(self.X, self.y, self.A, W, mu, lam, order, self.xnorm2, t0, averaging, W_avg, ell, ell_avg,
+                         gaps, True, block_steps)
 
     def gbcfw_pass(self, W, mu, lam, order, t0, surrogate):
         s = surrogate

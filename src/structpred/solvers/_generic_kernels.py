@@ -53,8 +53,21 @@ def _sdca_step(mu, d, c, a, b):
     return g
 
 
+def _key(output) -> bytes:
+    """A hashable key of one output (a label, a label sequence, a permutation)."""
+    return np.ascontiguousarray(output).tobytes()
+
+
+def _average(t, W, W_avg, ell, ell_avg) -> None:
+    """BCFW's weighted averages ``rho_t = 2 / (t + 2)`` of the weights and the dual's loss term."""
+    rho = 2.0 / (t + 2.0)
+    W_avg *= 1.0 - rho
+    W_avg += rho * W
+    ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
+
+
 #: the per-pass loops of the dual solvers
-DUAL_LOOPS = ("bcfw_pass", "gbcfw_pass", "sdca_pass")
+DUAL_LOOPS = ("bcfw_pass", "bcfw_pairwise_pass", "gbcfw_pass", "sdca_pass")
 
 
 class GenericKernels:
@@ -66,14 +79,15 @@ class GenericKernels:
         self.space = space
         self.fmap = fmap
         self.y = y
+        self.active = None  # per-block active sets of the pairwise steps (created on first use)
         for name in DUAL_LOOPS:
             if hasattr(compiled, name):
                 setattr(self, name, getattr(compiled, name))
 
-    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg):
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search; same
         contract as the numba ``bcfw_pass``: ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)``
-        (affine loss, constant included)."""
+        (affine loss, constant included), ``gaps[i]`` receives block i's gap at its visit."""
         sp, fm, y = self.space, self.fmap, self.y
         n = fm.n
         a = float(sp.loss_offset)
@@ -87,6 +101,7 @@ class GenericKernels:
             l_mu = float(sp.linear_loss(y[i], mu[i])[0]) + a
             # block gap * n: <v, phi(s) - mu_i> + L(y_i, s) - L(y_i, mu_i)
             g = float(v @ dvec) + l_s - l_mu
+            gaps[i] = g / n
             denom = fm.norm2(i, dvec)
             gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
             if gamma > 0.0:
@@ -94,10 +109,59 @@ class GenericKernels:
                 ell[0] += gamma * (l_s - l_mu) / n
                 mu[i] += gamma * dvec
             if averaging:
-                rho = 2.0 / (t + 2.0)
-                W_avg *= 1.0 - rho
-                W_avg += rho * W
-                ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
+                _average(t, W, W_avg, ell, ell_avg)
+            t += 1
+        return t
+
+    def bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
+        """One BCFW pass with pairwise steps over each block's active set (Lacoste-Julien &
+        Jaggi 2015; Osokin et al. 2016).
+
+        Block i's dual ``mu_i = sum_c w_c phi(c)`` is kept as its active set: outputs ``c``
+        with weights ``w_c > 0`` (``{y_i: 1}`` at the start, as :meth:`Problem.init_dual`).  A
+        visit calls the oracle once: the Frank-Wolfe corner ``s``, joined to the set; then up
+        to ``block_steps`` pairwise steps, each moving ``gamma = min(lam n g / ||Psi_i (phi(s)
+        - phi(a))||^2, w_a)`` from the away corner ``a`` (lowest ``<v, phi(c)> + L(y_i, c)``
+        over the set) to the best corner ``s`` (the oracle's answer at the first step, the
+        set's best at the scores recomputed after each step: the cached answers).  Each step is
+        the exact maximiser of the dual on its segment, so ``mu_i`` stays in the polytope."""
+        sp, fm, y = self.space, self.fmap, self.y
+        n = fm.n
+        scale = 1.0 / (lam * n)
+        if self.active is None:
+            self.active = [None] * n
+        t = t0
+        for i in order:
+            act = self.active[i]
+            if act is None:
+                act = self.active[i] = {_key(y[i]): [y[i], sp.embed(y[i]), float(sp.loss(y[i], y[i])), 1.0]}
+            v = fm.score(i, W)
+            s = sp.loss_augmented(v, y[i])
+            phi_s = sp.embed(s)
+            l_s = float(sp.loss(y[i], s))
+            l_mu = float(sp.linear_loss(y[i], mu[i])[0]) + float(sp.loss_offset)
+            gaps[i] = (float(v @ (phi_s - mu[i])) + l_s - l_mu) / n
+            best = act.setdefault(_key(s), [s, phi_s, l_s, 0.0])
+            for r in range(block_steps):
+                if r > 0:
+                    v = fm.score(i, W)
+                    best = max(act.values(), key=lambda c: float(v @ c[1]) + c[2])
+                away = min((c for c in act.values() if c[3] > 0.0), key=lambda c: float(v @ c[1]) + c[2])
+                g = float(v @ (best[1] - away[1])) + best[2] - away[2]
+                dvec = best[1] - away[1]
+                denom = fm.norm2(i, dvec) if away is not best and g > 0.0 else 0.0
+                if denom <= 0.0:
+                    break
+                gamma = min(lam * n * g / denom, away[3])
+                fm.add(i, W, (-gamma * scale) * dvec)
+                mu[i] += gamma * dvec
+                ell[0] += gamma * (best[2] - away[2]) / n
+                best[3] += gamma
+                away[3] = 0.0 if gamma == away[3] else away[3] - gamma
+            for key in [key for key, c in act.items() if c[3] <= 0.0]:
+                del act[key]
+            if averaging:
+                _average(t, W, W_avg, ell, ell_avg)
             t += 1
         return t
 

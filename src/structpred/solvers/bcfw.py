@@ -1,14 +1,19 @@
-"""Block-coordinate Frank-Wolfe for M3N (Lacoste-Julien et al. 2013, Alg. 4): a step rule."""
+"""Block-coordinate Frank-Wolfe for M3N (Lacoste-Julien et al. 2013, Alg. 4), with the pairwise
+steps and gap sampling of Osokin et al. (2016, "Minding the gaps"): a step rule."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from structpred.errors import StructpredError
+from structpred.errors import StructpredError, check_positive_int
 from structpred.outputs.base import AffineLoss, require
 from structpred.solvers.driver import SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import Hinge
+
+#: the step kinds and sample orders of :class:`BCFW`
+STEPS = ("frank-wolfe", "pairwise")
+SAMPLINGS = ("permutation", "uniform", "gap")
 
 
 class BCFW(StepRule):
@@ -19,15 +24,33 @@ class BCFW(StepRule):
     ``(1/n) sum_i [phi(y_i)^T A mu_i + a] - lam/2 ||W||^2`` and their difference, the exact
     duality gap.  With ``averaging`` the weights and objectives are those of the weighted
     average ``rho_t = 2 / (t + 2)``.
+
+    ``steps="pairwise"``: each visit moves mass from the block's away corner to its
+    Frank-Wolfe corner, up to ``block_steps`` times on the cached answers (the space's
+    ``bcfw_pairwise_pass``).  ``sampling="gap"``: each pass draws its ``n`` blocks with
+    probabilities proportional to their gaps at their last visit, every ``gap_refresh``-th
+    pass (and the first) being a permutation, which refreshes every estimate.
     """
 
     name = "BCFW"
 
-    def __init__(self, surrogate: Hinge, averaging: bool = False):
+    def __init__(self, surrogate: Hinge, averaging: bool = False, *, steps: str = "frank-wolfe",
+                 sampling: str = "permutation", block_steps: int = 1, gap_refresh: int = 2):
         if not isinstance(surrogate, Hinge):
             raise StructpredError(f"BCFW minimises the structured hinge (Hinge), got {surrogate!r}")
+        if steps not in STEPS:
+            raise StructpredError(f"steps must be one of {STEPS}, got {steps!r}")
+        if sampling not in SAMPLINGS:
+            raise StructpredError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+        block_steps = check_positive_int(block_steps, "block_steps")
+        if block_steps > 1 and steps != "pairwise":
+            raise StructpredError("block_steps > 1 needs steps='pairwise' (a Frank-Wolfe visit takes one step)")
         super().__init__(surrogate)
         self.averaging = bool(averaging)
+        self.steps = steps
+        self.sampling = sampling
+        self.block_steps = block_steps
+        self.gap_refresh = check_positive_int(gap_refresh, "gap_refresh")
 
     def init(self, problem) -> None:
         super().init(problem)
@@ -39,11 +62,28 @@ class BCFW(StepRule):
         self.ell = np.array([float(np.mean(problem.space.loss(problem.y, problem.y)))])
         self.ell_avg = self.ell.copy()
         self.t = 0
+        self.passes = 0
+        #: each block's gap at its last visit (``inf``: not visited yet)
+        self.gaps = np.full(problem.n, np.inf)
+
+    def draw_order(self, rng, n):
+        if self.sampling != "gap" or self.passes % self.gap_refresh == 0:
+            return super().draw_order(rng, n)
+        p = np.maximum(self.gaps, 0.0)
+        total = p.sum()
+        if not total > 0.0:
+            return super().draw_order(rng, n)
+        return rng.choice(n, size=n, p=p / total).astype(np.int64)
 
     def epoch(self, order) -> None:
-        self.t = self.kernels.bcfw_pass(self.W, self.mu, self.problem.lam, order, self.t, self.averaging,
-                                        self.W_avg, self.ell, self.ell_avg)
+        args = (self.W, self.mu, self.problem.lam, order, self.t, self.averaging, self.W_avg, self.ell, self.ell_avg,
+                self.gaps)
+        if self.steps == "pairwise":
+            self.t = self.kernels.bcfw_pairwise_pass(*args, self.block_steps)
+        else:
+            self.t = self.kernels.bcfw_pass(*args)
         self.oracle_calls += len(order)
+        self.passes += 1
 
     def weights(self):
         return self.W_avg if self.averaging else self.W
@@ -60,9 +100,10 @@ class BCFW(StepRule):
 
 
 def bcfw(surrogate: Hinge, X, y, lam, n_passes=50, averaging=False, random_state=None, X_val=None, y_val=None,
-         tol=None, time_budget=None, verbose=False, eval_every=1) -> SolverResult:
-    """:class:`BCFW` on ``(X, y)`` through the driver (:func:`structpred.solvers.driver.run`)."""
-    rule = BCFW(surrogate, averaging)
+         tol=None, time_budget=None, verbose=False, eval_every=1, rtol=None, **options) -> SolverResult:
+    """:class:`BCFW` on ``(X, y)`` through the driver (:func:`structpred.solvers.driver.run`);
+    ``options``: the rule's ``steps``, ``sampling``, ``block_steps``, ``gap_refresh``."""
+    rule = BCFW(surrogate, averaging, **options)
     problem = check_problem(surrogate.space, X, y, lam)
-    return run(rule, problem, n_passes=n_passes, random_state=random_state,
-               eval_every=eval_every, tol=tol, time_budget=time_budget, X_val=X_val, y_val=y_val, verbose=verbose)
+    return run(rule, problem, n_passes=n_passes, random_state=random_state, eval_every=eval_every, tol=tol,
+               rtol=rtol, time_budget=time_budget, X_val=X_val, y_val=y_val, verbose=verbose)

@@ -69,6 +69,12 @@ class StepRule(ABC):
         self.oracle_calls = 0
         self.W = np.zeros(problem.fmap.weight_shape)
 
+    def draw_order(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """The samples of the next pass, as ``sampling`` says (a rule may sample adaptively)."""
+        if self.sampling == "uniform":
+            return rng.integers(0, n, size=n).astype(np.int64)
+        return rng.permutation(n).astype(np.int64)
+
     def start_epoch(self, epoch: int) -> None:
         """Hook before a pass (a full gradient, a new smoothing parameter...)."""
 
@@ -121,14 +127,19 @@ def progress(iterable, verbose: bool, desc: str):
     return iterable
 
 
-def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1, tol=None,
+def _converged(rec: dict, tol, rtol) -> bool:
+    """The record's certified gap is below the absolute ``tol`` or the relative ``rtol``."""
+    return (tol is not None and rec["gap"] <= tol) or (rtol is not None and rec["gap"] <= rtol * abs(rec["primal"]))
+
+
+def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1, tol=None, rtol=None,
         time_budget=None, X_val=None, y_val=None, evaluate=None, verbose=False) -> SolverResult:
     """Run ``rule`` on ``problem`` for at most ``n_passes`` passes.
 
     A pass is ``n`` steps in the order the rule's ``sampling`` asks for.  The objectives
     (and the validation loss on ``(X_val, y_val)``, decoded by the rule's
     surrogate) are recorded every ``eval_every`` passes and at the last one; training
-    stops early when a recorded ``gap`` is ``<= tol`` or when the training time exceeds
+    stops early when a recorded ``gap`` is ``<= tol``, or ``<= rtol * |primal|``, or when the training time exceeds
     ``time_budget`` seconds (that pass is then recorded).  ``evaluate(W)``, when given, returns
     more measures of the weights (held-out objectives, F1 scores) for each record; it is not
     timed as training.
@@ -137,6 +148,8 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     eval_every = check_positive_int(eval_every, "eval_every")
     if time_budget is not None and not float(time_budget) > 0:
         raise StructpredError(f"time_budget must be a positive number of seconds, got {time_budget}")
+    if rtol is not None and not float(rtol) > 0:
+        raise StructpredError(f"rtol must be a positive number, got {rtol}")
     rng = make_rng(random_state)
     space = problem.space
     val_map, y_val = check_validation(problem, X_val, y_val)
@@ -144,10 +157,7 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     timer = PassTimer()
     history = []
     for p in progress(range(1, n_passes + 1), verbose, rule.name):
-        if rule.sampling == "uniform":
-            order = rng.integers(0, problem.n, size=problem.n).astype(np.int64)
-        else:
-            order = rng.permutation(problem.n).astype(np.int64)
+        order = rule.draw_order(rng, problem.n)
         with timer:
             rule.start_epoch(p)
             rule.epoch(order)
@@ -162,6 +172,6 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
         if evaluate is not None:
             rec.update(evaluate(rule.weights()))
         history.append(rec)
-        if out_of_time or (tol is not None and "gap" in rec and rec["gap"] <= tol):
+        if out_of_time or ("gap" in rec and _converged(rec, tol, rtol)):
             break
     return rule.result(history)

@@ -31,9 +31,11 @@ def test_paper_config_drysnakemake(workdir):
     # the sensitivity tables: Table 1's 10-bin ordinal rows again (3 sets x 3 methods x 14 splits), the
     # emotion table's AGM and SSVM again (2 x 20 splits)
     n_sensitivity = 3 * 3 * 14 + 2 * 20
+    # Table 1's multi-class and ordinal rows at certified convergence (12 sets x 3 methods x 14 splits)
+    n_converged = 12 * 3 * 14
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
-    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
+    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity + n_converged
     assert counts["select_model"] == 4 + 2  # the emotion tables' lambda selection, once per method
     # history figures: Casimir's Fig. 2, 5a-d, QS's USPS digit grid
     assert counts["curve_table"] == 2 and counts["curve_figure"] == 6

@@ -148,12 +148,13 @@ class M4N(_LinearStructured):
     ``eval_every``: the primal objective (one extra oracle pass) is evaluated and recorded in
     ``history_`` every that many passes and at the last; training is the same either way.
     ``rtol``: stop at the first recorded pass whose certified gap (the oracle's upper bound
-    minus the dual) is ``<= rtol * primal``.
+    minus the dual) is ``<= rtol * primal``.  ``n_iter_oracle_eval``: SP-MP iterations of the
+    primal's evaluation (default ``n_iter_oracle``; more gives a tighter upper bound).
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
-                 warm_start_oracle=True, warm_start_mix=0.1, rtol=None, random_state=None, verbose=False,
-                 n_labels=None, eval_every=1):
+                 warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, rtol=None,
+                 random_state=None, verbose=False, n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
@@ -161,6 +162,7 @@ class M4N(_LinearStructured):
         self.n_iter_oracle = n_iter_oracle
         self.warm_start_oracle = warm_start_oracle
         self.warm_start_mix = warm_start_mix
+        self.n_iter_oracle_eval = n_iter_oracle_eval
         self.random_state = random_state
         self.verbose = verbose
         self.n_labels = n_labels
@@ -168,7 +170,7 @@ class M4N(_LinearStructured):
 
     def _surrogate(self, space):
         return MaxMinMargin(space, n_iter=self.n_iter_oracle, warm_start=self.warm_start_oracle,
-                            warm_mix=self.warm_start_mix)
+                            warm_mix=self.warm_start_mix, n_iter_eval=self.n_iter_oracle_eval)
 
     def _rule(self, surrogate):
         return GBCFW(surrogate)

@@ -6,6 +6,8 @@ An ordinal dataset's labels are its regression target cut by the experiment's ``
 (per dataset, :data:`~structpred.data.discretize.BINNINGS`; default: the view's
 equal-frequency labels).  ``m4n_binning`` reruns Table 1's ordinal rows of some datasets under
 another binning, every other setting taken from ``m4n_table1`` (the sensitivity table).
+``m4n_table1_converged`` reruns some of Table 1's tasks with every fit stopped at a certified
+relative duality gap (or a cap of passes), beside the paper-budget table.
 """
 
 from __future__ import annotations
@@ -40,32 +42,40 @@ def parse_table2_method(name: str) -> tuple[int, bool]:
 
 
 def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
-                   oracle_iterations: int, warm_start: bool, random_state: int, eval_every: int = 1):
+                   oracle_iterations: int, warm_start: bool, random_state: int, eval_every: int = 1,
+                   rtol: float | None = None, options: dict | None = None):
     """The scikit-learn style estimator of ``method`` for the output space named by ``loss``
-    (:func:`structpred.outputs.make_space`) with ``n_labels`` labels."""
+    (:func:`structpred.outputs.make_space`) with ``n_labels`` labels; ``rtol`` stops it at a
+    certified relative duality gap; ``options``: more of the estimator's keyword arguments
+    (e.g. M3N's ``steps``, M4N's ``warm_start_mix``)."""
     from structpred.estimators import CRF, M3N, M4N
 
     common = {"loss": loss, "n_labels": n_labels, "lam": lam, "n_passes": n_passes,
               "random_state": random_state, "eval_every": eval_every}
+    if rtol is not None:
+        common["rtol"] = rtol
+    common.update(options or {})
     if method == "M3N":
         return M3N(**common)
     if method == "CRF":
         return CRF(**common)
     if method == "M4N":
-        return M4N(**common, n_iter_oracle=oracle_iterations, warm_start_oracle=warm_start)
+        return M4N(**{"n_iter_oracle": oracle_iterations, "warm_start_oracle": warm_start, **common})
     raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
 
 
 def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, n_passes: int,
                    oracle_iterations: int, warm_start: bool, random_state: int,
-                   eval_every: int = 1) -> tuple[dict, pd.DataFrame]:
+                   eval_every: int = 1, rtol: float | None = None,
+                   options: dict | None = None) -> tuple[dict, pd.DataFrame]:
     """Fit one model on ``parts = ((X_tr, y_tr), (X_va, y_va), (X_te, y_te))``; returns its
     record (``lam``, ``val_loss``, ``test_loss``, ``seconds``, the last pass's ``gap`` and
-    ``oracle_gap`` for M4N) and its history."""
+    ``oracle_gap`` for M4N; with ``rtol``, the passes run and the relative gap ``rel_gap``)
+    and its history."""
     (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = parts
     est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
                          oracle_iterations=oracle_iterations, warm_start=warm_start,
-                         random_state=random_state, eval_every=eval_every)
+                         random_state=random_state, eval_every=eval_every, rtol=rtol, options=options)
     start = time.perf_counter()
     est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
     seconds = time.perf_counter() - start
@@ -74,13 +84,16 @@ def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, 
               "test_loss": est.task_loss(X_te, y_te), "seconds": seconds, "gap": float(last["gap"])}
     if "oracle_gap" in est.history_:
         record["oracle_gap"] = float(last["oracle_gap"])
+    if rtol is not None:
+        record["passes"] = int(last["pass"])
+        record["rel_gap"] = float(last["gap"]) / abs(float(last["primal"]))
     return record, est.history_.assign(lam=float(lam))
 
 
 def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_labels: int,
                     lambdas, n_passes: int, oracle_iterations: int, warm_start: bool,
-                    random_state: int, eval_every: int = 1,
-                    n_jobs: int = 1) -> tuple[list[dict], pd.DataFrame]:
+                    random_state: int, eval_every: int = 1, rtol: float | None = None,
+                    options: dict | None = None, n_jobs: int = 1) -> tuple[list[dict], pd.DataFrame]:
     """Fit one model per lambda (:func:`fit_one_lambda`, ``n_jobs`` lambdas at a time in
     separate processes; the fits are independent, so the results do not depend on
     ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
@@ -93,7 +106,7 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
     parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
     settings = {"method": method, "loss": loss, "n_labels": n_labels, "n_passes": n_passes,
                 "oracle_iterations": oracle_iterations, "warm_start": warm_start,
-                "random_state": random_state, "eval_every": eval_every}
+                "random_state": random_state, "eval_every": eval_every, "rtol": rtol, "options": options}
     if n_jobs == 1:
         fits = (fit_one_lambda(parts, lam=lam, **settings) for lam in lambdas)
     else:
@@ -145,7 +158,8 @@ def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, datase
         lambdas=settings["lambdas"], n_passes=settings["n_passes"],
         oracle_iterations=settings["oracle_iterations"], warm_start=settings["warm_start"],
         random_state=int_seed(seed, dataset, "order", split_index),
-        eval_every=settings.get("eval_every") or 1, n_jobs=n_jobs)
+        eval_every=settings.get("eval_every") or 1, rtol=settings.get("rtol"), options=settings.get("options"),
+        n_jobs=n_jobs)
     rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
                            method=method, split=split_index)
     return rows, history
@@ -272,3 +286,33 @@ class BinningSensitivity(Table1):
         ordinal = {**base["tasks"]["ord"], "datasets": list(own["datasets"])}
         return {**base, "tasks": {"ord": ordinal}, "methods": own.get("methods", base["methods"]),
                 "binning": own["binning"]}
+
+
+@register
+class ConvergedTable1(Table1):
+    """Table 1's ``tasks`` with every fit run until its certified duality gap is ``<= rtol *
+    primal`` (or ``max_passes[method]`` passes; both recorded per fit as ``passes`` and
+    ``rel_gap``), then the same model selection: does M4N's advantage depend on the budget?"""
+
+    name = "m4n_table1_converged"
+    title = "M4N (ICML 2020) Table 1 at certified convergence, beside the 50-pass budget"
+    references_of = "m4n_table1"
+    beside = "m4n_table1"
+
+    def block(self, config: dict) -> dict:
+        """``m4n_table1``'s settings reduced to this block's tasks."""
+        base, own = config["m4n_table1"], config[self.name]
+        return {**base, "tasks": {t: base["tasks"][t] for t in own["tasks"]}}
+
+    def settings(self, config, dataset, method):
+        own = config[self.name]
+        out = {**super().settings(config, dataset, method), "n_passes": own["max_passes"][method],
+               "rtol": own["rtol"], "eval_every": own["eval_every"]}
+        if own.get("options", {}).get(method):
+            out["options"] = dict(own["options"][method])
+        return out
+
+    def page(self, table, tests, others):
+        from structpred.experiments.m4n_report import render_converged
+
+        return render_converged(table, tests, *others.get(self.beside, (None, None)), self.percent_tasks)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from structpred.experiments.m4n import parse_table2_method, table2_method
 from structpred.report.figures import save_figure
-from structpred.report.html import cell
+from structpred.report.html import cell, fmt
 
 
 def m4n_pairs(methods) -> list[tuple[str, str]]:
@@ -46,10 +46,50 @@ def render_losses(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks=frozen
         best = by.loc[pair, "mean"].idxmin() if pair else None
         cells = "".join(cell(by.loc[m], task in percent_tasks, bold=m == best) if m in by.index else "<td>–</td>"
                         for m in methods)
-        test = tests[(tests["task"] == task) & (tests["dataset"] == dataset)
-                     & (tests["method_a"] == "M4N") & (tests["method_b"] == "M3N")]
-        p = f"{test['p_value'].iloc[0]:.3f}" if len(test) else "–"
-        out.append(f"<tr><td class=l>{task}</td><td class=l>{dataset}</td>{cells}<td>{p}</td></tr>")
+        out.append(f"<tr><td class=l>{task}</td><td class=l>{dataset}</td>{cells}"
+                   f"<td>{_p_value(tests, task, dataset)}</td></tr>")
+    return "\n".join(out + ["</table>"])
+
+
+def _p_value(tests: pd.DataFrame | None, task: str, dataset: str) -> str:
+    """M4N vs M3N's Wilcoxon p of one row of a Table 1 test table (``–`` if absent)."""
+    if tests is None or tests.empty:
+        return "–"
+    row = tests[(tests["task"] == task) & (tests["dataset"] == dataset)
+                & (tests["method_a"] == "M4N") & (tests["method_b"] == "M3N")]
+    return f"{row['p_value'].iloc[0]:.3f}" if len(row) else "–"
+
+
+def render_converged(table: pd.DataFrame, tests: pd.DataFrame, budget: pd.DataFrame | None,
+                     budget_tests: pd.DataFrame | None, percent_tasks=frozenset()) -> str:
+    """Table 1 at certified convergence beside the paper's budget (``budget``: ``m4n_table1``'s
+    table, ``None`` when the report lacks it): per dataset and method the test loss after the
+    budget and after convergence, with the selected fits' mean relative gap and passes; M4N vs
+    M3N's Wilcoxon p under each."""
+    def rows_of(t, metric):
+        return {} if t is None else {(r.task, r.dataset, r.method): r for r in t[t["metric"] == metric].itertuples()}
+
+    loss, old = rows_of(table, "test_loss"), rows_of(budget, "test_loss")
+    rel, passes = rows_of(table, "rel_gap"), rows_of(table, "passes")
+    methods = list(dict.fromkeys(table.loc[table["metric"] == "test_loss", "method"]))
+    head = "".join(f"<th>{m}<br>budget</th><th>{m}<br>converged</th>" for m in methods)
+    out = [f"<table><tr><th class=l>task</th><th class=l>dataset</th>{head}"
+           "<th>M4N vs M3N p<br>budget</th><th>M4N vs M3N p<br>converged</th></tr>"]
+    for task, dataset in dict.fromkeys((k[0], k[1]) for k in loss):
+        percent = task in percent_tasks
+        cells = []
+        for m in methods:
+            key = (task, dataset, m)
+            before = old.get(key)
+            cells.append(f"<td>{fmt(before.mean, percent)}</td>" if before is not None else "<td>–</td>")
+            if key not in loss:
+                cells.append("<td>–</td>")
+                continue
+            note = (f"<br><span class=paper>gap/primal {rel[key].mean:.1e}, {passes[key].mean:.0f} passes</span>"
+                    if key in rel and key in passes else "")
+            cells.append(f"<td>{fmt(loss[key].mean, percent)} ± {fmt(loss[key].std, percent)}{note}</td>")
+        out.append(f"<tr><td class=l>{task}</td><td class=l>{dataset}</td>{''.join(cells)}"
+                   f"<td>{_p_value(budget_tests, task, dataset)}</td><td>{_p_value(tests, task, dataset)}</td></tr>")
     return "\n".join(out + ["</table>"])
 
 

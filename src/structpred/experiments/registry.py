@@ -40,6 +40,8 @@ class Experiment:
     #: the experiment whose paper numbers (config/references.yaml) this table sets beside its
     #: own (``None``: its own name)
     references_of: str | None = None
+    #: the experiment whose table and tests the report page of this one reads too (``page``)
+    beside: str | None = None
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError
@@ -73,6 +75,11 @@ class Experiment:
     def render(self, table: pd.DataFrame, tests: pd.DataFrame) -> str:
         """The HTML table of the report."""
         raise NotImplementedError
+
+    def page(self, table: pd.DataFrame, tests: pd.DataFrame, others: dict) -> str:
+        """The report's HTML for this experiment; ``others`` maps the report's other experiments
+        to their ``(table, tests)`` (default: :meth:`render`)."""
+        return self.render(table, tests)
 
     def figure(self, table: pd.DataFrame, path) -> None:
         raise NotImplementedError

@@ -101,10 +101,11 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             curve_figures.setdefault(Path(c).parent.name, []).append(c)
     parts.append("<ul>" + "".join(f"<li><a href='#{Path(t).stem}'>{html.escape(get(Path(t).stem).title)}</a></li>"
                                   for t in tables) + "</ul>")
+    loaded = {Path(t).stem: (pd.read_csv(t), _read_optional(tests_of[Path(t).stem]) if Path(t).stem in tests_of
+                             else pd.DataFrame()) for t in tables}
     for table_path in tables:
         name = Path(table_path).stem
-        table = pd.read_csv(table_path)
-        test_table = _read_optional(tests_of[name]) if name in tests_of else pd.DataFrame()
+        table, test_table = loaded[name]
         experiment = get(name)
         parts.append(f"<h2 id='{name}'>{html.escape(experiment.title)}</h2>")
         parts.append(f"<p>Tidy table: <a href='{rel(table_path)}'>{rel(table_path)}</a>"
@@ -114,7 +115,7 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         if departures:
             parts.append("<p>Departures from the paper:</p><ul>"
                          + "".join(f"<li>{html.escape(d)}</li>" for d in departures) + "</ul>")
-        parts.append(experiment.render(table, test_table))
+        parts.append(experiment.page(table, test_table, loaded))
         if name in config:
             settings = yaml.safe_dump({name: config[name]}, sort_keys=False)
             parts.append(f"<details><summary>settings used</summary><pre>{html.escape(settings)}</pre></details>")

@@ -13,7 +13,8 @@ DESIGN.md, "score parametrisation is separate": the solvers see a map with
 ``U_t = W_g^T x_t`` from the per-position features (``W_g`` the block of the sequence's group,
 AGM's per-emotion weights) and one transition matrix shared by all edges, stacked as
 ``W = [W_0; ...; W_{G-1}; T]``.  :class:`~structpred.features.hashed.HashedWindowJoint`
-(``"hashed_window"``) is Casimir's hashed window features for tagging, and
+(``"hashed_window"``) is Casimir's hashed window features for tagging, :class:`CandidateJoint`
+(``"candidates"``) a shared linear score of each candidate's features (Casimir's boxes), and
 :class:`~structpred.features.tree_hashed.TreeHashedJoint` (``"tree_hashed"``) hashed node and
 edge features of per-example trees (SRL).  A space names its map in ``joint_map``; :data:`JOINT_MAPS`
 resolves the name, so a new map is one class plus one entry.
@@ -192,8 +193,50 @@ class SequenceJoint:
 
 
 #: joint feature maps by the name an output space gives in ``joint_map``
+class CandidateJoint:
+    """Candidate scores ``v_i = X_i w``: ``X_i (m_i, d)`` holds the features of example ``i``'s
+    candidates (a :class:`Sequences` or a list of arrays) and ``w (d,)`` is shared by all
+    (Casimir §7.2: a linear score of each box's CNN features)."""
+
+    def __init__(self, X):
+        self.seq = as_sequences(X)
+
+    @classmethod
+    def build(cls, space, X, like=None):
+        return cls(X)
+
+    @property
+    def n(self) -> int:
+        return self.seq.n
+
+    @property
+    def n_features(self) -> int:
+        return self.seq.frames.shape[1]
+
+    @property
+    def weight_shape(self) -> tuple:
+        return (self.n_features,)
+
+    def _rows(self, i):
+        return self.seq.frames[self.seq.offsets[i]:self.seq.offsets[i + 1]]
+
+    def score(self, i, W):
+        return self._rows(i) @ W
+
+    def scores(self, W):
+        return [self.score(i, W) for i in range(self.n)]
+
+    def add(self, i, W, g):
+        W += self._rows(i).T @ np.asarray(g, dtype=np.float64)
+
+    def norm2(self, i, g):
+        u = self._rows(i).T @ np.asarray(g, dtype=np.float64)
+        return float(u @ u)
+
+
 JOINT_MAPS = {"linear": LinearJoint, "sequence": SequenceJoint, "hashed_window": HashedWindowJoint,
-              "tree_hashed": TreeHashedJoint}
+              "tree_hashed": TreeHashedJoint,
+              "candidates": CandidateJoint}
 
 
 def joint_map(space, X, like=None, who: str = "the_model"):

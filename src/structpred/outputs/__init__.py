@@ -18,6 +18,7 @@ from structpred.outputs.base import (
     capabilities,
     require,
 )
+from structpred.outputs.candidates import Candidates, Pick
 from structpred.outputs.chain import Chain
 from structpred.outputs.histogram import GaussianHistogram, Hellinger
 from structpred.outputs.multiclass import Multiclass
@@ -94,6 +95,6 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
     return Multiclass.zero_one(n) if canon == "zero_one" else Multiclass.ordinal(n)
 
 
-__all__ = ["AffineLoss", "Cauchy", "Chain", "ExactMaxMin", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
-           "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "SPACE_NAMES", "StatisticDecoding", "TopK",
+__all__ = ["AffineLoss", "Candidates", "Cauchy", "Chain", "ExactMaxMin", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
+           "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "Pick", "SPACE_NAMES", "StatisticDecoding", "TopK",
            "Tree", "TreeArray", "WeightedDecoding", "capabilities", "make_space", "require"]

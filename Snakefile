@@ -17,6 +17,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/features.smk"
+include: "workflow/rules/vision.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
 

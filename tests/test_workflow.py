@@ -33,12 +33,16 @@ def test_paper_config_drysnakemake(workdir):
     n_sensitivity = 3 * 3 * 14 + 2 * 20
     # Table 1's multi-class and ordinal rows at certified convergence (12 sets x 3 methods x 14 splits)
     n_converged = 12 * 3 * 14
+    # Casimir VOC Fig. 3: 20 classes x 5 methods x 3 seeds, on one candidate file per class
+    n_voc = 20 * 5 * 3
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
-    assert counts["run_job"] == n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity + n_converged
+    assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
+                                 + n_converged + n_voc)
+    assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     assert counts["select_model"] == 4 + 2  # the emotion tables' lambda selection, once per method
-    # history figures: Casimir's Fig. 2, 5a-d, QS's USPS digit grid
-    assert counts["curve_table"] == 2 and counts["curve_figure"] == 6
+    # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class, QS's USPS digit grid
+    assert counts["curve_table"] == 3 and counts["curve_figure"] == 6 + 20
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -74,7 +78,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "figures/casimir_ner/fig5d.png", "tables/qs_robust.csv", "figures/qs_robust.png",
                  "tables/qs_usps.csv", "figures/qs_usps/digits.png", "tables/qs_movielens.csv",
                  "figures/qs_movielens.png", "tables/agm_srl.csv", "figures/agm_srl.png",
-                 "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv"]:
+                 "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv", "tables/casimir_voc.csv",
+                 "tables/casimir_voc_curves.csv", "figures/casimir_voc/aeroplane.png", "figures/casimir_voc/bicycle.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -128,6 +133,16 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert f1.between(0, 1).all()
     curves = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_curves.csv")
     assert set(curves["pass"]) == {0, 1, 2}
+
+    # Casimir VOC Fig. 3 on the synthetic folder (random AlexNet): the whole path ran, labelled synthetic
+    voc = pd.read_csv(workdir / "reports" / "tables" / "casimir_voc.csv")
+    assert set(voc["dataset"]) == {"aeroplane", "bicycle"} and (voc["n_seeds"] == 2).all()
+    assert (voc["task"] == "localisation (synthetic)").all() and "synthetic VOC-format folder" in html
+    scores = voc[voc["metric"].isin(["held_corloc", "held_ap", "train_corloc"])]["mean"]
+    assert scores.between(0, 1).all()
+    end = voc[voc["metric"] == "train_objective"].set_index(["dataset", "method"])["mean"]
+    start = voc[voc["metric"] == "initial_train_objective"].set_index(["dataset", "method"])["mean"]
+    assert (end < start).all()   # every method lowers the objective in 3 epochs
 
     robust = pd.read_csv(workdir / "reports" / "tables" / "qs_robust.csv")
     assert set(robust["dataset"]) == {"n50", "n100"} and set(robust["method"]) == {"QS", "RNW", "KRR"}

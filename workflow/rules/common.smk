@@ -48,6 +48,7 @@ def input_paths(wc, kinds):
         "view": lambda: f"{PROCESSED_DIR}/{view}.npz",
         "stamp": lambda: view_stamp(view),
         "selection": lambda: f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
+        "candidates": lambda: f"data/candidates/{wc.experiment}/{wc.dataset}.npz",
     }
     return {k: paths[k]() for k in kinds}
 
@@ -73,3 +74,17 @@ def job_views():
     """Every data view the configured experiments read (for the report's provenance)."""
     views = {get(e).view(config, d) for e in config["experiments"] for d, _, _ in experiment_jobs(e)}
     return sorted(views - {None})
+
+
+def devkit_inputs(wc):
+    """The VOC tarballs' stamp for the real devkit; nothing for the synthetic one."""
+    return {"stamp": f"{RAW_DIR}/voc2007/.verified"} if wc.devkit == "voc2007" else {}
+
+
+def feature_inputs(wc):
+    """A class's candidate file needs its devkit folder and, for AlexNet's weights, their stamp."""
+    s = get(wc.experiment).candidate_settings(config, wc.dataset)
+    out = {"devkit": f"data/voc/{s['devkit']}/.complete"}
+    if s["weights"] == "alexnet":
+        out["weights"] = f"{RAW_DIR}/alexnet/.verified"
+    return out

@@ -177,25 +177,21 @@ def load_parts(view_path, threshold: int, subsample: dict | None):
     return window_parts(arrays, threshold, subsample)
 
 
-def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_every: int = 1):
-    """One run: ``(history records, seconds of training)``; record 0 is ``w = 0``."""
-    from structpred.outputs import Chain
+def train_curve(problem, evaluate, *, method: str, hp: dict, seed_rng, eval_every: int = 1):
+    """One run of ``method`` (hyper-parameters ``hp``) on ``problem``: its history records, the
+    first at ``w = 0``; each holds the oracle calls / n, the train objective (non-smooth
+    hinge) and ``evaluate(W)``'s measures."""
     from structpred.solvers.driver import run
-    from structpred.solvers.problem import check_problem
     from structpred.surrogates import Hinge
 
-    X, y = parts["train"]
-    space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
-    problem = check_problem(space, X, y, c / X.n)
-    held_out = HeldOut(problem, {p: parts[p] for p in HELD_OUT}, tags)
-    rule = make_rule(method, hp, space)
+    rule = make_rule(method, hp, problem.space)
     W0 = np.zeros(problem.fmap.weight_shape)
-    first = {"pass": 0, "primal": problem.primal(Hinge(space), W0), "oracle_calls": 0, "seconds": 0.0,
-             **held_out(W0)}
+    first = {"pass": 0, "primal": problem.primal(Hinge(problem.space), W0), "oracle_calls": 0, "seconds": 0.0,
+             **evaluate(W0)}
     start = time.perf_counter()
     res = run(rule, problem, n_passes=hp["n_passes"], random_state=seed_rng, eval_every=eval_every,
-              evaluate=held_out)
-    log.info("%s c=%s %s: %.1f s", method, c_label(c), hp, time.perf_counter() - start)
+              evaluate=evaluate)
+    log.info("%s %s: %.1f s", method, hp, time.perf_counter() - start)
     records = [first] + res.history
     for rec in records:
         rec["train_objective"] = rec.pop("primal")
@@ -203,8 +199,48 @@ def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_ev
     return records
 
 
+def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_every: int = 1):
+    """One NER run (:func:`train_curve` on the chain of ``tags`` with ``lam = c / n``)."""
+    from structpred.outputs import Chain
+    from structpred.solvers.problem import check_problem
+
+    X, y = parts["train"]
+    space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
+    problem = check_problem(space, X, y, c / X.n)
+    held_out = HeldOut(problem, {p: parts[p] for p in HELD_OUT}, tags)
+    return train_curve(problem, held_out, method=method, hp=hp, seed_rng=seed_rng, eval_every=eval_every)
+
+
+class CurveFigures(Experiment):
+    """An experiment of Casimir's figures: its report module (``report``) gives the table
+    (``render_table``), the summary ``summary_figure``, and the per-epoch ``curve_table`` and
+    ``curve_figure``; there are no paired tests."""
+
+    report = ""
+
+    def _hook(self, name):
+        import importlib
+
+        return getattr(importlib.import_module(self.report), name)
+
+    def render(self, table, tests):
+        return self._hook("render_table")(table)
+
+    def figure(self, table, path):
+        self._hook("summary_figure")(table, path)
+
+    def tests(self, selected):
+        return pd.DataFrame()
+
+    def curve_table(self, histories):
+        return self._hook("curve_table")(histories)
+
+    def curve_figure(self, panel, curves, path):
+        self._hook("curve_figure")(panel, curves, path)
+
+
 @register
-class NerFigures(Experiment):
+class NerFigures(CurveFigures):
     """Casimir Figures 2 and 5a-d: one job per (figure, c, method, variant, seed)."""
 
     name = "casimir_ner"
@@ -212,6 +248,7 @@ class NerFigures(Experiment):
     needs = ("view",)
     key = ("figure", "c", "method", "variant", "metric")
     count = "n_seeds"
+    report = "structpred.experiments.casimir_report"
 
     def jobs(self, config):
         s = config[self.name]
@@ -253,28 +290,5 @@ class NerFigures(Experiment):
                 for m, v in values.items()]
         return rows, history
 
-    def render(self, table, tests):
-        from structpred.experiments.casimir_report import render_table
-
-        return render_table(table)
-
-    def figure(self, table, path):
-        from structpred.experiments.casimir_report import summary_figure
-
-        summary_figure(table, path)
-
-    def tests(self, selected):
-        return pd.DataFrame()
-
     def curve_panels(self, config):
         return list(config[self.name]["run"])
-
-    def curve_table(self, histories):
-        from structpred.experiments.casimir_report import curve_table
-
-        return curve_table(histories)
-
-    def curve_figure(self, panel, curves, path):
-        from structpred.experiments.casimir_report import curve_figure
-
-        curve_figure(panel, curves, path)

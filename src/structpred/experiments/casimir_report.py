@@ -116,6 +116,14 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
     return keys[out.columns].reset_index(drop=True)
 
 
+def band(ax, line: pd.DataFrame, name: str) -> None:
+    """One run's curve: its mean over seeds against oracle calls / n, with a +-1 std band."""
+    line = line.sort_values("pass")
+    x, m, s = line["oracle_calls_per_n"], line["mean"], line["std"]
+    (handle,) = ax.plot(x, m, label=name, lw=1.2)
+    ax.fill_between(x, m - s, m + s, color=handle.get_color(), alpha=0.2, lw=0)
+
+
 def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
     """One of the paper's panels: a row per c, the train objective (log scale) and the testb
     token F1 against oracle calls / n, mean over seeds with a +-1 std band."""
@@ -128,11 +136,7 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
                                    (row[1], "testb_token_f1", "testb token F1")):
             for (_, method, variant) in _runs(sub):
                 line = sub[(sub["method"] == method) & (sub["variant"] == variant) & (sub["measure"] == measure)]
-                line = line.sort_values("pass")
-                x, m, s = line["oracle_calls_per_n"], line["mean"], line["std"]
-                name = f"{method} {variant}".strip()
-                (handle,) = ax.plot(x, m, label=name, lw=1.2)
-                ax.fill_between(x, m - s, m + s, color=handle.get_color(), alpha=0.2, lw=0)
+                band(ax, line, f"{method} {variant}".strip())
             if measure == "train_objective":
                 ax.set_yscale("log")
             ax.set_xlabel("oracle calls / n")

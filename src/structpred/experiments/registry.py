@@ -4,7 +4,8 @@ report iterate over.
 An experiment declares its jobs (``(dataset, method, split)`` triples from the config), the
 settings one job depends on, the inputs a job needs (as kinds the workflow resolves to its
 files: ``features`` = a split's feature file, ``view`` = a parsed dataset, ``stamp`` = the
-verified raw files of that view, ``selection`` = the result of its model-selection stage), its
+verified raw files of that view, ``selection`` = the result of its model-selection stage,
+``candidates`` = a class's candidate boxes and features, Casimir VOC), its
 run function (tidy rows and a history out), an optional model-selection stage run once per
 ``(dataset, method)`` before the splits, and its report hooks (title, HTML table, figure,
 test table, and optionally curve figures drawn from the histories).  A new paper table is one module that registers its experiment, plus its
@@ -18,7 +19,7 @@ import pandas as pd
 from structpred.errors import ConfigError
 
 #: input kinds a job may need (the workflow maps each to a file)
-INPUT_KINDS = ("features", "view", "stamp", "selection")
+INPUT_KINDS = ("features", "view", "stamp", "selection", "candidates")
 
 
 class Experiment:

@@ -4,8 +4,8 @@ Casimir §7.2 describes each candidate box by AlexNet's conv4 map, ``256 x 3 x 3
 numbers.  The layers are torchvision's ``alexnet().features[:10]`` (conv1 64@11x11 stride 4,
 ReLU, max-pool 3/2, conv2 192@5x5, ReLU, max-pool 3/2, conv3 384@3x3, ReLU, conv4 256@3x3,
 ReLU) under the same parameter names, so torchvision's ImageNet weight file loads as is
-(:func:`load_weights`); no torchvision is needed.  A crop resized to ``63 x 63`` gives a
-``3 x 3`` conv4 map (63 -> 15 -> 7 -> 7 -> 3 -> 3 -> 3).  Inputs are RGB in [0, 1],
+(:func:`load_weights`); no torchvision is needed.  A crop resized to ``64 x 64`` (the paper's size) gives a
+``3 x 3`` conv4 map (64 -> 15 -> 7 -> 7 -> 3 -> 3 -> 3).  Inputs are RGB in [0, 1],
 normalised by ImageNet's mean and std, as torchvision's weights expect.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from structpred.errors import DataError
 
 #: side of the square crop fed to the network: a 3 x 3 conv4 map
-CROP = 63
+CROP = 64
 #: the conv4 feature size per box
 N_FEATURES = 256 * 3 * 3
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

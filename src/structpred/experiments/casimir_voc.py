@@ -1,0 +1,132 @@
+"""Casimir (Pillutla et al., NeurIPS 2018) §7.2: PASCAL VOC 2007 localisation, Figure 3 (convex).
+
+For one class, example ``i`` is an image holding exactly one instance of it; its candidates are
+up to 1000 selective-search boxes, each described by AlexNet's conv4 map (2304 numbers,
+:mod:`structpred.data.voc_localization`).  The structural SVM ``F(w) = (1/n) sum_i max_j
+[l_ij + <w, x_ij - x_i*>] + lam/2 ||w||^2`` with ``l_ij = 1 - IoU(box j, truth)``, ``x_i*`` the
+features of the candidate of highest IoU and ``lam = c / n`` is trained by the NER figures'
+methods (:func:`structpred.experiments.casimir.make_rule`: SGD, BCFW, SVRG, Casimir-SVRG on the
+top-K smoothed hinge) on the :class:`~structpred.outputs.Candidates` space.
+
+One job = one (class, method, seed): the class is the job's ``dataset``, the seed (sample
+order) its ``split``.  Every epoch records the oracle calls / n, the train objective, and on the
+held-out images (the last quarter of the class's shuffled trainval images) the objective, the
+CorLoc and the average precision of the top box (:mod:`structpred.vision.localization_metrics`).
+The candidate files are built once per class by the workflow's ``box_features`` rule.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from structpred.errors import ConfigError
+from structpred.experiments.casimir import METHODS, CurveFigures, train_curve
+from structpred.experiments.registry import register
+
+#: per-epoch measures of a run, in the order the curve table gives them
+MEASURES = ("train_objective", "held_objective", "held_corloc", "held_ap", "train_corloc")
+#: the metrics of the table: the values at the end of the budget
+TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "held_objective", "held_corloc", "held_ap",
+                 "train_corloc", "initial_train_objective")
+
+
+class Localisation:
+    """The per-epoch evaluation: the held-out objective (hinge + the train regulariser), and the
+    CorLoc and AP of each image's top-scoring candidate, on the held-out and training images."""
+
+    def __init__(self, problem, parts: dict):
+        from structpred.solvers.problem import check_problem
+        from structpred.surrogates import Hinge
+
+        self.hinge = Hinge(problem.space)
+        self.problems = {p: check_problem(problem.space, a["X"], a["y"], problem.lam, like=problem.fmap)
+                         for p, a in parts.items()}
+
+    def __call__(self, W) -> dict:
+        from structpred.vision.localization_metrics import average_precision, corloc
+
+        out = {}
+        for part, pb in self.problems.items():
+            scores = pb.fmap.scores(W)
+            picks = [int(np.argmax(v)) for v in scores]
+            ious = np.asarray([1.0 - t[j] for t, j in zip(pb.y, picks)])
+            if part == "held":
+                val, _ = pb.evaluate(self.hinge, W)
+                out["held_objective"] = float(np.mean(val)) + pb.regulariser(W)
+                out["held_ap"] = average_precision([v[j] for v, j in zip(scores, picks)], ious)
+            out[f"{part}_corloc"] = corloc(ious)
+        return out
+
+
+def load_problem(path, c: float):
+    """``(training problem, per-epoch evaluation, meta)`` of a class's candidate file."""
+    from structpred.data.voc_localization import load_candidate_file
+    from structpred.outputs import Candidates
+    from structpred.solvers.problem import check_problem
+
+    parts, meta = load_candidate_file(path)
+    space = Candidates()
+    tr = parts["train"]
+    problem = check_problem(space, tr["X"], tr["y"], c / tr["X"].n)
+    return problem, Localisation(problem, parts), meta
+
+
+@register
+class VocFigure3(CurveFigures):
+    """Casimir Figure 3: one job per (class, method, seed) on the convex model."""
+
+    name = "casimir_voc"
+    title = "Casimir (NeurIPS 2018) Figure 3: PASCAL VOC 2007 localisation (convex), values at the end of each budget"
+    needs = ("candidates",)
+    count = "n_seeds"
+    report = "structpred.experiments.casimir_voc_report"
+
+    def jobs(self, config):
+        s = config[self.name]
+        unknown = [m for m in s["run"] if m not in s["methods"]]
+        if unknown:
+            raise ConfigError(f"casimir_voc runs unknown methods {unknown}; configured: {', '.join(s['methods'])}")
+        return [(cls, m, k) for cls in s["classes"] for m in s["run"] for k in range(s["n_seeds"])]
+
+    def view(self, config, dataset):
+        return None
+
+    def candidate_settings(self, config, dataset) -> dict:
+        """What defines a class's candidate file (the ``box_features`` rule's settings)."""
+        s = config[self.name]
+        return {"class": dataset, "devkit": s["devkit"], "weights": s["weights"], "device": s["device"],
+                "max_boxes": s["max_boxes"], "train_fraction": s["train_fraction"], "seed": config["seed"],
+                "batch_size": s["batch_size"]}
+
+    def settings(self, config, dataset, method):
+        s = config[self.name]
+        if method not in METHODS:
+            raise ConfigError(f"unknown casimir_voc method {method!r}; known: {', '.join(METHODS)}")
+        return {"class": dataset, "method": method, "c": s["c"], "hyper": dict(s["methods"][method]),
+                "eval_every": s["eval_every"], "devkit": s["devkit"], "weights": s["weights"]}
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+        from structpred.experiments.seeding import rng_for
+
+        s = settings
+        problem, evaluate, meta = load_problem(inputs["candidates"], s["c"])
+        start = time.perf_counter()
+        records = train_curve(problem, evaluate, method=method, hp=s["hyper"],
+                              seed_rng=rng_for(seed, self.name, dataset, split), eval_every=s["eval_every"])
+        seconds = time.perf_counter() - start
+        ident = {"dataset": dataset, "method": method}
+        history = pd.DataFrame.from_records([{"data": s["devkit"], **ident, "seed": split, **rec} for rec in records])
+        last = records[-1]
+        values = {m: last[m] for m in TABLE_METRICS if m in last}
+        values["initial_train_objective"] = records[0]["train_objective"]
+        values["seconds"] = seconds
+        task = "localisation" if s["devkit"] == "voc2007" else "localisation (synthetic)"
+        rows = [{"experiment": self.name, "task": task, **ident, "split": split, "lam": problem.lam,
+                 "selected": True, "metric": m, "value": v} for m, v in values.items()]
+        return rows, history
+
+    def curve_panels(self, config):
+        return list(config[self.name]["classes"])

@@ -33,16 +33,18 @@ def test_paper_config_drysnakemake(workdir):
     n_sensitivity = 3 * 3 * 14 + 2 * 20
     # Table 1's multi-class and ordinal rows at certified convergence (12 sets x 3 methods x 14 splits)
     n_converged = 12 * 3 * 14
-    # Casimir VOC Fig. 3: 20 classes x 5 methods x 3 seeds, on one candidate file per class
-    n_voc = 20 * 5 * 3
+    # Casimir VOC Fig. 3: 20 classes x 5 methods x 3 seeds, on one candidate file per class; the
+    # non-convex Figs. 4, 6, 7a-c: 20 classes x (4 + 2 + 3 + 4 + 3 runs) x 3 seeds on the same files
+    n_voc = 20 * 5 * 3 + 20 * 16 * 3
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
                                  + n_converged + n_voc)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     assert counts["select_model"] == 4 + 2  # the emotion tables' lambda selection, once per method
-    # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class, QS's USPS digit grid
-    assert counts["curve_table"] == 3 and counts["curve_figure"] == 6 + 20
+    # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class and one per (figure,
+    # class) of the non-convex figures, QS's USPS digit grid
+    assert counts["curve_table"] == 4 and counts["curve_figure"] == 6 + 20 + 5 * 20
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -79,7 +81,9 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "tables/qs_usps.csv", "figures/qs_usps/digits.png", "tables/qs_movielens.csv",
                  "figures/qs_movielens.png", "tables/agm_srl.csv", "figures/agm_srl.png",
                  "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv", "tables/casimir_voc.csv",
-                 "tables/casimir_voc_curves.csv", "figures/casimir_voc/aeroplane.png", "figures/casimir_voc/bicycle.png"]:
+                 "tables/casimir_voc_curves.csv", "figures/casimir_voc/aeroplane.png", "figures/casimir_voc/bicycle.png",
+                 "tables/casimir_voc_nonconvex.csv", "figures/casimir_voc_nonconvex/fig4_aeroplane.png",
+                 "figures/casimir_voc_nonconvex/fig7c_bicycle.png"]:
         assert link in html
 
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
@@ -143,6 +147,13 @@ def test_smoke_workflow_end_to_end(smoke_local):
     end = voc[voc["metric"] == "train_objective"].set_index(["dataset", "method"])["mean"]
     start = voc[voc["metric"] == "initial_train_objective"].set_index(["dataset", "method"])["mean"]
     assert (end < start).all()   # every method lowers the objective in 3 epochs
+    nonconvex = pd.read_csv(workdir / "reports" / "tables" / "casimir_voc_nonconvex.csv")
+    assert set(nonconvex["method"]) == {"PL-Casimir-SVRG", "SGD-const", "SGD-sqrt", "SGD-linear",
+                                        "PL-Casimir-SVRG_warm_start=prox-centre", "PL-Casimir-SVRG_warm_start=prev-iterate"}
+    assert (nonconvex["task"] == "localisation (synthetic)").all()
+    end = nonconvex[nonconvex["metric"] == "train_objective"].set_index(["dataset", "method"])["mean"]
+    start = nonconvex[nonconvex["metric"] == "initial_train_objective"].set_index(["dataset", "method"])["mean"]
+    assert (end <= start).all()   # prox-linear never goes up; SGD's two passes go down here
 
     robust = pd.read_csv(workdir / "reports" / "tables" / "qs_robust.csv")
     assert set(robust["dataset"]) == {"n50", "n100"} and set(robust["method"]) == {"QS", "RNW", "KRR"}

@@ -42,3 +42,10 @@ def check_positive_int(value, what: str) -> int:
     if isinstance(value, bool) or out != value or out < 1:
         raise StructpredError(f"{what} must be a positive integer, got {value!r}")
     return out
+
+
+def check_choice(value, choices, what: str):
+    """``value`` if it is one of ``choices``, else one clear error naming ``what`` and the choices."""
+    if value not in choices:
+        raise StructpredError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return value

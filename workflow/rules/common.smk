@@ -1,5 +1,6 @@
 # Helpers shared by the other .smk files: the jobs of the configured experiments, from the registry.
 from structpred.data.parsers import VIEWS
+from structpred.data.voc import VOC_CLASSES
 from structpred.errors import ConfigError
 from structpred.experiments.registry import get
 
@@ -48,7 +49,7 @@ def input_paths(wc, kinds):
         "view": lambda: f"{PROCESSED_DIR}/{view}.npz",
         "stamp": lambda: view_stamp(view),
         "selection": lambda: f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
-        "candidates": lambda: f"data/candidates/{wc.experiment}/{wc.dataset}.npz",
+        "candidates": lambda: f"data/candidates/{get(wc.experiment).voc_class(wc.dataset)}.npz",
     }
     return {k: paths[k]() for k in kinds}
 
@@ -81,9 +82,14 @@ def devkit_inputs(wc):
     return {"stamp": f"{RAW_DIR}/voc2007/.verified"} if wc.devkit == "voc2007" else {}
 
 
+def candidate_settings(voc_class):
+    """What defines a VOC class's candidate file: config data.voc, the class and the seed."""
+    return {**config["data"]["voc"], "class": voc_class, "seed": config["seed"]}
+
+
 def feature_inputs(wc):
     """A class's candidate file needs its devkit folder and, for AlexNet's weights, their stamp."""
-    s = get(wc.experiment).candidate_settings(config, wc.dataset)
+    s = config["data"]["voc"]
     out = {"devkit": f"data/voc/{s['devkit']}/.complete"}
     if s["weights"] == "alexnet":
         out["weights"] = f"{RAW_DIR}/alexnet/.verified"

@@ -1,7 +1,7 @@
 # Casimir's VOC localisation inputs: the devkit folder (the VOC 2007 tarballs extracted, or the
 # synthetic VOC-format folder), then per class the candidate boxes and their AlexNet conv4
-# features (data/candidates/<experiment>/<class>.npz), on a GPU when one is visible (device:
-# auto); `gpus` in the experiment's config block is what each feature job asks the cluster for.
+# features (data/candidates/<class>.npz, settings in config data.voc), on a GPU when one is
+# visible (device: auto); data.voc.gpus is what each feature job asks the cluster for.
 
 
 localrules:
@@ -33,16 +33,18 @@ rule box_features:
     input:
         unpack(feature_inputs),
     output:
-        "data/candidates/{experiment}/{dataset}.npz",
+        "data/candidates/{voc_class}.npz",
     params:
-        settings=lambda wc: get(wc.experiment).candidate_settings(config, wc.dataset),
+        settings=lambda wc: candidate_settings(wc.voc_class),
     log:
-        "logs/candidates/{experiment}/{dataset}.log",
-    threads: lambda wc: config[wc.experiment].get("feature_threads", 1)
+        "logs/candidates/{voc_class}.log",
+    wildcard_constraints:
+        voc_class="|".join(VOC_CLASSES),
+    threads: config["data"]["voc"].get("feature_threads", 1)
     resources:
         mem_mb=8000,
         runtime=600,
-        gpu=lambda wc: config[wc.experiment].get("gpus", 0),
+        gpu=config["data"]["voc"].get("gpus", 0),
     conda:
         ENV
     script:

@@ -177,21 +177,19 @@ def load_parts(view_path, threshold: int, subsample: dict | None):
     return window_parts(arrays, threshold, subsample)
 
 
-def train_curve(problem, evaluate, *, method: str, hp: dict, seed_rng, eval_every: int = 1):
-    """One run of ``method`` (hyper-parameters ``hp``) on ``problem``: its history records, the
-    first at ``w = 0``; each holds the oracle calls / n, the train objective (non-smooth
-    hinge) and ``evaluate(W)``'s measures."""
+def train_curve(problem, evaluate, rule, *, n_passes: int, seed_rng, eval_every: int = 1):
+    """One run of the step rule ``rule`` on ``problem`` from its ``start`` (zero by default): its
+    history records, the first at the start; each holds the oracle calls / n, the train
+    objective (non-smooth hinge) and ``evaluate(W)``'s measures."""
     from structpred.solvers.driver import run
     from structpred.surrogates import Hinge
 
-    rule = make_rule(method, hp, problem.space)
-    W0 = np.zeros(problem.fmap.weight_shape)
+    W0 = np.zeros(problem.fmap.weight_shape) if rule.start is None else rule.start
     first = {"pass": 0, "primal": problem.primal(Hinge(problem.space), W0), "oracle_calls": 0, "seconds": 0.0,
              **evaluate(W0)}
     start = time.perf_counter()
-    res = run(rule, problem, n_passes=hp["n_passes"], random_state=seed_rng, eval_every=eval_every,
-              evaluate=evaluate)
-    log.info("%s %s: %.1f s", method, hp, time.perf_counter() - start)
+    res = run(rule, problem, n_passes=n_passes, random_state=seed_rng, eval_every=eval_every, evaluate=evaluate)
+    log.info("%s: %.1f s", rule.name, time.perf_counter() - start)
     records = [first] + res.history
     for rec in records:
         rec["train_objective"] = rec.pop("primal")
@@ -208,7 +206,8 @@ def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_ev
     space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
     problem = check_problem(space, X, y, c / X.n)
     held_out = HeldOut(problem, {p: parts[p] for p in HELD_OUT}, tags)
-    return train_curve(problem, held_out, method=method, hp=hp, seed_rng=seed_rng, eval_every=eval_every)
+    return train_curve(problem, held_out, make_rule(method, hp, space), n_passes=hp["n_passes"],
+                       seed_rng=seed_rng, eval_every=eval_every)
 
 
 class CurveFigures(Experiment):

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.casimir import METHODS, CurveFigures, train_curve
+from structpred.experiments.casimir import METHODS, CurveFigures, make_rule, train_curve
 from structpred.experiments.registry import register
 
 #: per-epoch measures of a run, in the order the curve table gives them
@@ -34,16 +34,15 @@ TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "held_objective", "hel
 
 
 class Localisation:
-    """The per-epoch evaluation: the held-out objective (hinge + the train regulariser), and the
-    CorLoc and AP of each image's top-scoring candidate, on the held-out and training images."""
+    """The per-epoch evaluation of a localisation model: on each part (``problems``: ``train``,
+    ``held``) the CorLoc of each image's top-scoring candidate, and on the held-out images also
+    the objective (hinge + the train regulariser) and the AP."""
 
-    def __init__(self, problem, parts: dict):
-        from structpred.solvers.problem import check_problem
+    def __init__(self, problems: dict):
         from structpred.surrogates import Hinge
 
-        self.hinge = Hinge(problem.space)
-        self.problems = {p: check_problem(problem.space, a["X"], a["y"], problem.lam, like=problem.fmap)
-                         for p, a in parts.items()}
+        self.problems = problems
+        self.hinge = Hinge(problems["train"].space)
 
     def __call__(self, W) -> dict:
         from structpred.vision.localization_metrics import average_precision, corloc
@@ -54,7 +53,7 @@ class Localisation:
             picks = [int(np.argmax(v)) for v in scores]
             ious = np.asarray([1.0 - t[j] for t, j in zip(pb.y, picks)])
             if part == "held":
-                val, _ = pb.evaluate(self.hinge, W)
+                val, _ = self.hinge.value_grad(scores, pb.y)
                 out["held_objective"] = float(np.mean(val)) + pb.regulariser(W)
                 out["held_ap"] = average_precision([v[j] for v, j in zip(scores, picks)], ious)
             out[f"{part}_corloc"] = corloc(ious)
@@ -62,7 +61,8 @@ class Localisation:
 
 
 def load_problem(path, c: float):
-    """``(training problem, per-epoch evaluation, meta)`` of a class's candidate file."""
+    """``(training problem, per-epoch evaluation, meta)`` of a class's candidate file: the linear
+    score on the conv4 features, ``lam = c / n``."""
     from structpred.data.voc_localization import load_candidate_file
     from structpred.outputs import Candidates
     from structpred.solvers.problem import check_problem
@@ -71,7 +71,17 @@ def load_problem(path, c: float):
     space = Candidates()
     tr = parts["train"]
     problem = check_problem(space, tr["X"], tr["y"], c / tr["X"].n)
-    return problem, Localisation(problem, parts), meta
+    held = check_problem(space, parts["held"]["X"], parts["held"]["y"], problem.lam, like=problem.fmap)
+    return problem, Localisation({"train": problem, "held": held}), meta
+
+
+def ending(records: list, metrics, seconds: float) -> dict:
+    """The table's values of a run: ``metrics`` at the end of the budget, the train objective at
+    the start, the training seconds."""
+    values = {m: records[-1][m] for m in metrics if m in records[-1]}
+    values["initial_train_objective"] = records[0]["train_objective"]
+    values["seconds"] = seconds
+    return values
 
 
 @register
@@ -94,35 +104,38 @@ class VocFigure3(CurveFigures):
     def view(self, config, dataset):
         return None
 
-    def candidate_settings(self, config, dataset) -> dict:
-        """What defines a class's candidate file (the ``box_features`` rule's settings)."""
-        s = config[self.name]
-        return {"class": dataset, "devkit": s["devkit"], "weights": s["weights"], "device": s["device"],
-                "max_boxes": s["max_boxes"], "train_fraction": s["train_fraction"], "seed": config["seed"],
-                "batch_size": s["batch_size"]}
+    def voc_class(self, dataset) -> str:
+        """The VOC class whose candidate file a job on ``dataset`` reads."""
+        return dataset
 
     def settings(self, config, dataset, method):
         s = config[self.name]
         if method not in METHODS:
             raise ConfigError(f"unknown casimir_voc method {method!r}; known: {', '.join(METHODS)}")
         return {"class": dataset, "method": method, "c": s["c"], "hyper": dict(s["methods"][method]),
-                "eval_every": s["eval_every"], "devkit": s["devkit"], "weights": s["weights"]}
+                "eval_every": s["eval_every"], "devkit": config["data"]["voc"]["devkit"]}
+
+    def load(self, path, settings):
+        """``(training problem, per-epoch evaluation)`` of a job (the linear score)."""
+        problem, evaluate, _ = load_problem(path, settings["c"])
+        return problem, evaluate
+
+    def rule(self, settings, problem, split: int):
+        """The step rule of a job, its ``start`` set (zero: the convex model starts at w = 0)."""
+        return make_rule(settings["method"], settings["hyper"], problem.space)
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         from structpred.experiments.seeding import rng_for
 
         s = settings
-        problem, evaluate, meta = load_problem(inputs["candidates"], s["c"])
+        problem, evaluate = self.load(inputs["candidates"], s)
         start = time.perf_counter()
-        records = train_curve(problem, evaluate, method=method, hp=s["hyper"],
+        records = train_curve(problem, evaluate, self.rule(s, problem, split), n_passes=s["hyper"]["n_passes"],
                               seed_rng=rng_for(seed, self.name, dataset, split), eval_every=s["eval_every"])
         seconds = time.perf_counter() - start
         ident = {"dataset": dataset, "method": method}
         history = pd.DataFrame.from_records([{"data": s["devkit"], **ident, "seed": split, **rec} for rec in records])
-        last = records[-1]
-        values = {m: last[m] for m in TABLE_METRICS if m in last}
-        values["initial_train_objective"] = records[0]["train_objective"]
-        values["seconds"] = seconds
+        values = ending(records, TABLE_METRICS, seconds)
         task = "localisation" if s["devkit"] == "voc2007" else "localisation (synthetic)"
         rows = [{"experiment": self.name, "task": task, **ident, "split": split, "lam": problem.lam,
                  "selected": True, "metric": m, "value": v} for m, v in values.items()]

@@ -94,10 +94,12 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
 
 
 def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
-    """Figure 3's panels for the class ``panel``: train objective (log scale), held-out CorLoc
-    and AP against oracle calls / n, mean over seeds with a +-1 std band."""
+    """The panels of ``panel`` (a class: Figure 3; ``<figure>_<class>``: the non-convex figures):
+    train objective (log scale), held-out CorLoc and AP against oracle calls / n, mean over seeds
+    with a +-1 std band."""
     part = curves[curves["dataset"] == panel]
     tag = " (synthetic data)" if (part["data"] != "voc2007").any() else ""
+    figure, _, cls = panel.partition("_") if panel.startswith("fig") else ("fig3", "", panel)
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
     for ax, (measure, label) in zip(axes, PANELS):
         for method in _methods(part):
@@ -106,6 +108,6 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
             ax.set_yscale("log")
         ax.set_xlabel("oracle calls / n")
         ax.set_ylabel(label)
-        ax.set_title(f"Fig. 3, {panel}: {label}{tag}", fontsize=9)
+        ax.set_title(f"Fig. {figure[3:]}, {cls}: {label}{tag}", fontsize=9)
     axes[-1].legend(fontsize=7, loc="lower right")
     save_figure(fig, path)

@@ -58,6 +58,8 @@ class StepRule(ABC):
     sampling = "permutation"
     #: whether the rule accepts ``lam = 0`` (it minimises the primal and needs no strong convexity)
     zero_lam = False
+    #: the primal rules' first iterate (``None``: zero); prox-linear starts each subproblem at ``w_k``
+    start = None
 
     def __init__(self, surrogate):
         self.surrogate = surrogate
@@ -67,7 +69,13 @@ class StepRule(ABC):
     def init(self, problem) -> None:
         self.problem = problem
         self.oracle_calls = 0
-        self.W = np.zeros(problem.fmap.weight_shape)
+        shape = problem.fmap.weight_shape
+        if self.start is None:
+            self.W = np.zeros(shape)
+        elif np.shape(self.start) != shape:
+            raise StructpredError(f"{self.name}: start must have shape {shape}, got {np.shape(self.start)}")
+        else:
+            self.W = np.array(self.start, dtype=np.float64)
 
     def draw_order(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """The samples of the next pass, as ``sampling`` says (a rule may sample adaptively)."""

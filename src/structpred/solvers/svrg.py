@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from structpred.errors import StructpredError, check_positive
+from structpred.errors import StructpredError, check_choice, check_positive
 from structpred.solvers import _dense
 from structpred.solvers.driver import SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
@@ -140,12 +140,8 @@ class CasimirSVRG(SVRG):
         super().__init__(surrogate, lr=lr, mu=mu0, sampling=sampling)
         self.L = None if L is None else check_positive(L, "L")
         self.kappa_factor = check_positive(kappa_factor, "kappa_factor")
-        if mu_schedule not in MU_SCHEDULES:
-            raise StructpredError(f"mu_schedule must be one of {', '.join(MU_SCHEDULES)}, got {mu_schedule!r}")
-        if warm_start not in WARM_STARTS:
-            raise StructpredError(f"warm_start must be one of {', '.join(WARM_STARTS)}, got {warm_start!r}")
-        self.mu_schedule = mu_schedule
-        self.warm_start = warm_start
+        self.mu_schedule = check_choice(mu_schedule, MU_SCHEDULES, "mu_schedule")
+        self.warm_start = check_choice(warm_start, WARM_STARTS, "warm_start")
 
     def init(self, problem) -> None:
         super().init(problem)

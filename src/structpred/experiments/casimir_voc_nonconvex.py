@@ -1,0 +1,115 @@
+"""Casimir (Pillutla et al., NeurIPS 2018) §7.2: PASCAL VOC 2007 localisation with the non-convex
+score, Figures 4, 6 and 7 (and 11-13).
+
+The score of a box is ``phi(w) = <ELU(Phi w1), w2>`` on its conv4 map (:mod:`structpred.vision.score_net`),
+the objective ``F(w) = (1/n) sum_i max_j [l_ij + phi_ij(w) - phi_i*(w)] + lam/2 ||w||^2`` with
+``lam = c / n`` (the paper: c = 1).  Methods (:mod:`structpred.solvers.prox_linear`):
+PL-Casimir-SVRG (Algorithm 5: prox-linear steps solved by Casimir-SVRG-const, accepted only when
+``F`` decreases) and SGD with constant, ``t^-1/2`` and ``t^-1`` steps; every run of a seed starts
+from the same random ``w`` (PyTorch's default initialisation, drawn from the seed), since
+``w = 0`` is a stationary point (``ELU(0) = 0``).  Figure 4 compares the methods; Figure 6 the
+smoothing of the subproblems (``mu`` constant or ``mu / k``), Figure 7 the step ``eta``, the inner
+budget and the inner warm start (sweeps of PL-Casimir-SVRG's settings).  The paper's text is the
+only specification (no reference code exists for these figures): each choice is a config entry.
+
+One job = one (figure, class, method, variant, seed): the job's ``dataset`` is ``<figure>_<class>``,
+its ``method`` ``<method>[_<setting>=<value>]``, its ``split`` the seed.
+"""
+
+from __future__ import annotations
+
+from structpred.errors import ConfigError
+from structpred.experiments.casimir import figure_runs, method_name, yaml_value
+from structpred.experiments.casimir_voc import Localisation, VocFigure3
+from structpred.experiments.registry import register
+
+METHODS = ("PL-Casimir-SVRG", "SGD-const", "SGD-sqrt", "SGD-linear")
+SWEEPS = ("smoothing", "eta", "inner_passes", "warm_start", "mu")
+
+
+def parse_dataset(name: str) -> tuple[str, str]:
+    figure, sep, cls = name.partition("_")
+    if not sep:
+        raise ConfigError(f"not a casimir_voc_nonconvex job name: {name!r} (expected e.g. 'fig4_aeroplane')")
+    return figure, cls
+
+
+def parse_method(name: str) -> tuple[str, str]:
+    method, _, variant = name.partition("_")
+    if method not in METHODS:
+        raise ConfigError(f"unknown casimir_voc_nonconvex method {method!r}; known: {', '.join(METHODS)}")
+    return method, variant
+
+
+@register
+class VocNonConvex(VocFigure3):
+    """Casimir Figures 4, 6 and 7: one job per (figure, class, method, variant, seed)."""
+
+    name = "casimir_voc_nonconvex"
+    title = ("Casimir (NeurIPS 2018) Figures 4, 6, 7: PASCAL VOC 2007 localisation, non-convex score, "
+             "values at the end of each budget")
+    report = "structpred.experiments.casimir_voc_report"
+
+    def jobs(self, config):
+        s = config[self.name]
+        unknown = [f for f in s["run"] if f not in s["figures"]]
+        if unknown:
+            raise ConfigError(f"{self.name} runs unknown figures {unknown}; configured: {', '.join(s['figures'])}")
+        return [(f"{fig}_{cls}", method_name(m, v), k) for fig in s["run"] for cls in s["classes"]
+                for m, v in figure_runs(s["figures"][fig]) for k in range(s["n_seeds"])]
+
+    def voc_class(self, dataset) -> str:
+        return parse_dataset(dataset)[1]
+
+    def settings(self, config, dataset, method):
+        s = config[self.name]
+        figure, _ = parse_dataset(dataset)
+        m, variant = parse_method(method)
+        if figure not in s["figures"]:
+            raise ConfigError(f"{self.name} has no figure {figure!r}; configured: {', '.join(s['figures'])}")
+        hp = {**s["methods"][m], **s["figures"][figure].get("settings", {}).get(m, {})}
+        if variant:
+            key, _, value = variant.partition("=")
+            if key not in SWEEPS:
+                raise ConfigError(f"unknown {self.name} sweep {key!r}; known: {', '.join(SWEEPS)}")
+            hp[key] = yaml_value(value)
+        return {"figure": figure, "method": m, "c": s["c"], "hyper": hp, "eval_every": s["eval_every"],
+                "devkit": config["data"]["voc"]["devkit"], "device": config["data"]["voc"]["device"]}
+
+    def load(self, path, settings):
+        """The non-convex score on the class's candidate file (on the configured device)."""
+        from structpred.data.voc_localization import load_candidate_file
+        from structpred.outputs import Candidates
+        from structpred.solvers.problem import Problem
+        from structpred.vision.alexnet import resolve_device
+        from structpred.vision.score_net import ConvScore, ConvScoreMap, positions
+
+        parts, _ = load_candidate_file(path)
+        net, space = ConvScore(resolve_device(settings["device"])), Candidates()
+
+        def problem(part, lam):
+            a = parts[part]
+            off = a["offsets"]
+            A = [positions(a["features"][off[i]:off[i + 1]]) for i in range(len(off) - 1)]
+            return Problem(space, ConvScoreMap(A, net), space.check_labels(a["y"]), lam)
+
+        train = problem("train", settings["c"] / (len(parts["train"]["offsets"]) - 1))
+        return train, Localisation({"train": train, "held": problem("held", train.lam)})
+
+    def rule(self, settings, problem, split: int):
+        from structpred.solvers.prox_linear import NonConvexSGD, ProxLinear
+        from structpred.surrogates import Hinge
+        from structpred.vision.score_net import init_params
+
+        hp, hinge = settings["hyper"], Hinge(problem.space)
+        if settings["method"] == "PL-Casimir-SVRG":
+            rule = ProxLinear(hinge, eta=hp["eta"], inner_passes=hp["inner_passes"], mu=hp["mu"],
+                              smoothing=hp["smoothing"], L0=hp["L0"], K=hp["K"], warm_start=hp["warm_start"])
+        else:
+            rule = NonConvexSGD(hinge, eta0=hp["eta0"], schedule=settings["method"].removeprefix("SGD-"))
+        rule.start = init_params(split)
+        return rule
+
+    def curve_panels(self, config):
+        s = config[self.name]
+        return [f"{fig}_{cls}" for fig in s["run"] for cls in s["classes"]]

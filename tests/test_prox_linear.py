@@ -161,3 +161,12 @@ def test_nonconvex_experiment_runs_on_a_candidate_file(tmp_path):
     assert history["held_corloc"].between(0, 1).all() and history["held_ap"].between(0, 1).all()
     with pytest.raises(ConfigError, match="unknown casimir_voc_nonconvex method"):
         exp.settings(config, "fig7a_aeroplane", "Adam")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU visible to torch")
+def test_score_on_the_gpu_matches_the_cpu():
+    A, _ = toy()
+    w, g = init_params(11), np.arange(len(A[0]), dtype=float)
+    cpu, gpu = ConvScore("cpu"), ConvScore("cuda")
+    np.testing.assert_allclose(gpu.scores(A[0], w), cpu.scores(A[0], w), rtol=1e-10)
+    np.testing.assert_allclose(gpu.vjp(A[0], w, g), cpu.vjp(A[0], w, g), rtol=1e-9, atol=1e-12)

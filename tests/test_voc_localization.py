@@ -11,7 +11,7 @@ import pytest
 
 from structpred.data.voc import VOC_CLASSES, parse_annotation_xml
 from structpred.errors import DataError, StructpredError
-from structpred.vision.localization_metrics import average_precision, corloc
+from structpred.vision.localization_metrics import box_average_precision, corloc
 
 torch = pytest.importorskip("torch")
 cv2 = pytest.importorskip("cv2")
@@ -35,17 +35,19 @@ def candidate_file(devkit, tmp_path_factory):
     return out
 
 
-def test_corloc_and_ap_on_hand_made_cases():
-    ious, conf = [0.6, 0.4, 0.9], [3.0, 2.0, 1.0]
-    assert corloc(ious) == pytest.approx(2 / 3)
-    # ranked: correct, wrong, correct -> precision 1, 1/2, 2/3 at recall 1/3, 1/3, 2/3; 11 points:
-    # r = 0, .1, .2, .3 -> 1; r = .4, .5, .6 -> 2/3; r >= .7 -> 0
-    assert average_precision(conf, ious) == pytest.approx((4 + 3 * 2 / 3) / 11)
-    assert average_precision([1.0, 3.0, 2.0], ious) == pytest.approx((7 * 2 / 3) / 11)   # wrong, right, right
-    assert corloc([0.5, 0.5000001]) == 0.5                 # IoU > 0.5, not >=
-    assert average_precision([1, 1, 1], [0.9, 0.9, 0.9]) == 1.0 and corloc([0.1]) == 0.0
+def test_corloc_and_box_level_ap_on_hand_made_cases():
+    assert corloc([0.6, 0.4, 0.9]) == pytest.approx(2 / 3)
+    assert corloc([0.5, 0.4999]) == 0.5                 # IoU >= 0.5, as the reference code
+    # two images, five candidates pooled and ranked by score: 0.9 (+), 0.8 (-), 0.7 (+), 0.2 (-), 0.1 (+)
+    # (positives: IoU > 0.5) -> precision at each positive 1, 2/3, 3/5, each adding 1/3 of recall
+    scores = [np.array([0.9, 0.2, 0.1]), np.array([0.8, 0.7])]
+    ious = [np.array([0.8, 0.3, 0.51]), np.array([0.5, 0.6])]
+    assert box_average_precision(scores, ious) == pytest.approx((1 + 2 / 3 + 3 / 5) / 3)
+    assert box_average_precision([np.array([1.0, 2.0])], [np.array([0.1, 0.2])]) == 0.0   # no positive
     with pytest.raises(StructpredError):
-        average_precision([1.0, np.nan], [0.6, 0.7])
+        box_average_precision([np.array([1.0, np.nan])], [np.array([0.6, 0.7])])
+    with pytest.raises(StructpredError):
+        box_average_precision([np.array([1.0])], [np.array([0.6, 0.7])])
     with pytest.raises(StructpredError):
         corloc([])
 
@@ -114,7 +116,9 @@ def test_candidate_file_is_deterministic_and_consistent(devkit, candidate_file, 
         for i, (_, gt) in enumerate(ex):
             rows = slice(a["offsets"][i], a["offsets"][i + 1])
             np.testing.assert_array_equal(a["gt"][i], gt)
-            np.testing.assert_allclose(a["y"][i], candidate_losses(a["boxes"][rows], gt))
+            losses = candidate_losses(a["boxes"][rows], gt)
+            np.testing.assert_allclose(a["iou"][i], 1 - losses)
+            np.testing.assert_allclose(a["y"][i], losses - losses.min())   # relative to the label
     again = tmp_path / "again.npz"
     build_candidate_file(devkit, "aeroplane", again, weights=None, device="cpu", cache_dir=tmp_path / "props",
                          max_boxes=40, batch_size=7)
@@ -139,13 +143,14 @@ def test_experiment_run_records_the_figure_measures(candidate_file):
     rows, history = exp.run({"candidates": candidate_file}, settings, seed=0, dataset="aeroplane",
                             method="Casimir-SVRG-adapt", split=0)
     assert list(history["pass"]) == [0, 1, 2, 3] and set(history["data"]) == {"synthetic"}
-    # at w = 0 every candidate scores 0: the hinge is the mean of each image's largest loss
-    # 1 - IoU(box, truth) (the loss is taken against the ground truth, not the best candidate)
+    # at w = 0 every candidate scores 0: the hinge is the mean over images of the largest loss
+    # 1 - IoU(box, truth) minus the label's (the best candidate's), as the reference code scores it
     parts, _ = load_candidate_file(candidate_file)
-    want = np.mean([t.max() for t in parts["train"]["y"]])
+    want = np.mean([iou.max() - iou.min() for iou in parts["train"]["iou"]])
     assert history["train_objective"].iloc[0] == pytest.approx(want, rel=1e-12)
     assert history["train_objective"].iloc[-1] < history["train_objective"].iloc[0]
     assert history["held_corloc"].between(0, 1).all() and history["held_ap"].between(0, 1).all()
+    assert history["held_mean_iou"].between(0, 1).all()
     values = {r["metric"]: r["value"] for r in rows}
     assert {"held_corloc", "held_ap", "train_objective", "oracle_calls_per_n"} <= set(values)
     assert {r["task"] for r in rows} == {"localisation (synthetic)"}
@@ -153,3 +158,25 @@ def test_experiment_run_records_the_figure_measures(candidate_file):
                        method="Casimir-SVRG-adapt", split=0)
     assert [r["value"] for r in again if r["metric"] != "seconds"] == \
         [r["value"] for r in rows if r["metric"] != "seconds"]
+
+
+def test_per_class_settings_and_the_paper_config():
+    import yaml
+
+    from structpred.errors import ConfigError
+    from structpred.experiments.casimir_voc import per_class
+    from structpred.experiments.registry import get
+
+    hp = {"n_passes": 15, "L": {"default": 2048, "person": 32768}, "mu": 1.0}
+    assert per_class(hp, "person") == {"n_passes": 15, "L": 32768, "mu": 1.0}
+    assert per_class(hp, "cat")["L"] == 2048
+    with pytest.raises(ConfigError, match="no value for 'cat'"):
+        per_class({"L": {"person": 1}}, "cat")
+    config = yaml.safe_load(open("config/config.yaml"))
+    exp = get("casimir_voc")
+    # the reference's values for a few classes (scripts/_run_one_loc.py)
+    assert exp.settings(config, "person", "Casimir-SVRG-const")["hyper"]["L"] == 32768
+    assert exp.settings(config, "sheep", "SVRG")["hyper"]["mu"] == 0.1
+    assert exp.settings(config, "bottle", "SGD")["hyper"] == {"n_passes": 30, "eta0": 2 ** -14, "t0": 4096}
+    assert exp.settings(config, "tvmonitor", "Casimir-SVRG-adapt")["hyper"]["lr"] == 2 ** -12
+    assert len(exp.jobs(config)) == 20 * 5 * 9

@@ -33,9 +33,9 @@ def test_paper_config_drysnakemake(workdir):
     n_sensitivity = 3 * 3 * 14 + 2 * 20
     # Table 1's multi-class and ordinal rows at certified convergence (12 sets x 3 methods x 14 splits)
     n_converged = 12 * 3 * 14
-    # Casimir VOC Fig. 3: 20 classes x 5 methods x 3 seeds, on one candidate file per class; the
+    # Casimir VOC Fig. 3: 20 classes x 5 methods x 9 seeds, on one candidate file per class; the
     # non-convex Figs. 4, 6, 7a-c: 20 classes x (4 + 2 + 3 + 4 + 3 runs) x 3 seeds on the same files
-    n_voc = 20 * 5 * 3 + 20 * 16 * 3
+    n_voc = 20 * 5 * 9 + 20 * 16 * 3
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity

@@ -4,7 +4,7 @@ An example is an image of the devkit's ``trainval`` list holding exactly one ins
 class, that instance not flagged difficult (an image with a second instance, difficult or not,
 is left out: the task is to find *the* object); its truth is the ground-truth box.  The
 examples are shuffled once with ``seed`` and cut into a training part (the first
-``train_fraction``) and a held-out part.  Each image then gets its candidate boxes
+``floor(train_fraction n)``, as the reference's ``n * 3 // 4``) and a held-out part.  Each image then gets its candidate boxes
 (:mod:`structpred.vision.proposals`), their losses ``1 - IoU`` with the truth and their conv4
 features (:mod:`structpred.vision.alexnet`), stacked as :class:`~structpred.features.Sequences`
 rows: one row per candidate.
@@ -50,7 +50,7 @@ def split_examples(examples: list, train_fraction: float, seed: int) -> tuple[li
     if not 0 < train_fraction < 1:
         raise DataError(f"train_fraction must lie in (0, 1), got {train_fraction}")
     order = np.random.default_rng(seed).permutation(len(examples))
-    cut = int(round(train_fraction * len(examples)))
+    cut = int(np.floor(train_fraction * len(examples)))   # the reference: n * 3 // 4
     if cut < 1 or cut >= len(examples):
         raise DataError(f"{len(examples)} examples cannot be split {train_fraction:g} / {1 - train_fraction:g}")
     shuffled = [examples[i] for i in order]
@@ -128,8 +128,10 @@ def build_candidate_file(voc: Path, class_name: str, out: Path, *, weights: Path
 
 def load_candidate_file(path: Path) -> tuple[dict, dict]:
     """``({part: {array: values}}, meta)`` of a file of :func:`build_candidate_file`; each part's
-    ``X`` is a :class:`~structpred.features.Sequences` of its candidates' features and ``y`` the
-    list of per-example candidate-loss vectors (the :class:`~structpred.outputs.Candidates` truths)."""
+    ``X`` is a :class:`~structpred.features.Sequences` of its candidates' features, ``iou`` the
+    list of per-example candidate IoUs and ``y`` the :class:`~structpred.outputs.Candidates`
+    truths ``l_ij - min_j l_ij`` with ``l_ij = 1 - IoU``: the reference code's hinge scores the
+    label (the best candidate) with its own loss, ``max_j [l_ij + v_ij] - (l_i* + v_i*)``."""
     from structpred.data.store import load
     from structpred.features import Sequences
 
@@ -141,7 +143,9 @@ def load_candidate_file(path: Path) -> tuple[dict, dict]:
             raise DataError(f"{path}: not a candidate file (part {part} has {sorted(a)})")
         off = a["offsets"]
         a["X"] = Sequences(a["features"], off)
-        a["y"] = [a["losses"][off[i]:off[i + 1]] for i in range(len(off) - 1)]
+        losses = [a["losses"][off[i]:off[i + 1]] for i in range(len(off) - 1)]
+        a["iou"] = [1.0 - t for t in losses]
+        a["y"] = [t - t.min() for t in losses]
         parts[part] = a
     return parts, meta
 

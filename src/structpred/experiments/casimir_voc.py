@@ -2,16 +2,18 @@
 
 For one class, example ``i`` is an image holding exactly one instance of it; its candidates are
 up to 1000 selective-search boxes, each described by AlexNet's conv4 map (2304 numbers,
-:mod:`structpred.data.voc_localization`).  The structural SVM ``F(w) = (1/n) sum_i max_j
-[l_ij + <w, x_ij - x_i*>] + lam/2 ||w||^2`` with ``l_ij = 1 - IoU(box j, truth)``, ``x_i*`` the
-features of the candidate of highest IoU and ``lam = c / n`` is trained by the NER figures'
-methods (:func:`structpred.experiments.casimir.make_rule`: SGD, BCFW, SVRG, Casimir-SVRG on the
-top-K smoothed hinge) on the :class:`~structpred.outputs.Candidates` space.
+:mod:`structpred.data.voc_localization`).  The structural SVM of the reference code,
+``F(w) = (1/n) sum_i (max_j [l_ij + <w, x_ij>] - [l_i* + <w, x_i*>]) + lam/2 ||w||^2`` with
+``l_ij = 1 - IoU(box j, truth)``, ``i*`` the candidate of highest IoU and ``lam = c / n``, is
+trained by the NER figures' methods (:func:`structpred.experiments.casimir.make_rule`: SGD, BCFW,
+SVRG, Casimir-SVRG on the top-K smoothed hinge) on the :class:`~structpred.outputs.Candidates`
+space, with the reference's per-class hyper-parameters (a method's setting may map classes to
+values, ``default`` for the others).
 
 One job = one (class, method, seed): the class is the job's ``dataset``, the seed (sample
 order) its ``split``.  Every epoch records the oracle calls / n, the train objective, and on the
 held-out images (the last quarter of the class's shuffled trainval images) the objective, the
-CorLoc and the average precision of the top box (:mod:`structpred.vision.localization_metrics`).
+CorLoc and mean IoU of the top box and the box-level AP (:mod:`structpred.vision.localization_metrics`).
 The candidate files are built once per class by the workflow's ``box_features`` rule.
 """
 
@@ -27,36 +29,38 @@ from structpred.experiments.casimir import METHODS, CurveFigures, make_rule, tra
 from structpred.experiments.registry import register
 
 #: per-epoch measures of a run, in the order the curve table gives them
-MEASURES = ("train_objective", "held_objective", "held_corloc", "held_ap", "train_corloc")
+MEASURES = ("train_objective", "held_objective", "held_corloc", "held_ap", "held_mean_iou", "train_corloc")
 #: the metrics of the table: the values at the end of the budget
 TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "held_objective", "held_corloc", "held_ap",
-                 "train_corloc", "initial_train_objective")
+                 "held_mean_iou", "train_corloc", "initial_train_objective")
 
 
 class Localisation:
     """The per-epoch evaluation of a localisation model: on each part (``problems``: ``train``,
-    ``held``) the CorLoc of each image's top-scoring candidate, and on the held-out images also
-    the objective (hinge + the train regulariser) and the AP."""
+    ``held``; ``ious``: their candidates' IoUs) the mean IoU and CorLoc of each image's
+    top-scoring candidate, and on the held-out images also the objective (hinge + the train
+    regulariser) and the box-level AP."""
 
-    def __init__(self, problems: dict):
+    def __init__(self, problems: dict, ious: dict):
         from structpred.surrogates import Hinge
 
         self.problems = problems
+        self.ious = ious
         self.hinge = Hinge(problems["train"].space)
 
     def __call__(self, W) -> dict:
-        from structpred.vision.localization_metrics import average_precision, corloc
+        from structpred.vision.localization_metrics import box_average_precision, corloc
 
         out = {}
         for part, pb in self.problems.items():
             scores = pb.fmap.scores(W)
-            picks = [int(np.argmax(v)) for v in scores]
-            ious = np.asarray([1.0 - t[j] for t, j in zip(pb.y, picks)])
+            top = np.asarray([iou[int(np.argmax(v))] for v, iou in zip(scores, self.ious[part])])
             if part == "held":
                 val, _ = self.hinge.value_grad(scores, pb.y)
                 out["held_objective"] = float(np.mean(val)) + pb.regulariser(W)
-                out["held_ap"] = average_precision([v[j] for v, j in zip(scores, picks)], ious)
-            out[f"{part}_corloc"] = corloc(ious)
+                out["held_ap"] = box_average_precision(scores, self.ious[part])
+                out["held_mean_iou"] = float(np.mean(top))
+            out[f"{part}_corloc"] = corloc(top)
         return out
 
 
@@ -72,7 +76,20 @@ def load_problem(path, c: float):
     tr = parts["train"]
     problem = check_problem(space, tr["X"], tr["y"], c / tr["X"].n)
     held = check_problem(space, parts["held"]["X"], parts["held"]["y"], problem.lam, like=problem.fmap)
-    return problem, Localisation({"train": problem, "held": held}), meta
+    return problem, Localisation({"train": problem, "held": held}, {p: parts[p]["iou"] for p in parts}), meta
+
+
+def per_class(hyper: dict, voc_class: str) -> dict:
+    """A method's settings for ``voc_class``: a setting given as a mapping ``{class: value,
+    default: value}`` takes the class's value (the reference tunes L, mu, lr, t0 per class)."""
+    out = {}
+    for key, value in hyper.items():
+        if isinstance(value, dict):
+            if voc_class not in value and "default" not in value:
+                raise ConfigError(f"casimir_voc setting {key}: no value for {voc_class!r} and no default")
+            value = value.get(voc_class, value.get("default"))
+        out[key] = value
+    return out
 
 
 def ending(records: list, metrics, seconds: float) -> dict:
@@ -112,7 +129,7 @@ class VocFigure3(CurveFigures):
         s = config[self.name]
         if method not in METHODS:
             raise ConfigError(f"unknown casimir_voc method {method!r}; known: {', '.join(METHODS)}")
-        return {"class": dataset, "method": method, "c": s["c"], "hyper": dict(s["methods"][method]),
+        return {"class": dataset, "method": method, "c": s["c"], "hyper": per_class(s["methods"][method], dataset),
                 "eval_every": s["eval_every"], "devkit": config["data"]["voc"]["devkit"]}
 
     def load(self, path, settings):

@@ -94,7 +94,8 @@ class VocNonConvex(VocFigure3):
             return Problem(space, ConvScoreMap(A, net), space.check_labels(a["y"]), lam)
 
         train = problem("train", settings["c"] / (len(parts["train"]["offsets"]) - 1))
-        return train, Localisation({"train": train, "held": problem("held", train.lam)})
+        return train, Localisation({"train": train, "held": problem("held", train.lam)},
+                                   {p: parts[p]["iou"] for p in parts})
 
     def rule(self, settings, problem, split: int):
         from structpred.solvers.prox_linear import NonConvexSGD, ProxLinear

@@ -25,6 +25,7 @@ COLUMNS = {
     "held_objective": "held-out objective",
     "held_corloc": "held-out CorLoc",
     "held_ap": "held-out AP",
+    "held_mean_iou": "held-out mean IoU",
     "train_corloc": "train CorLoc",
 }
 PANELS = (("train_objective", "train objective"), ("held_corloc", "held-out CorLoc"), ("held_ap", "held-out AP"))

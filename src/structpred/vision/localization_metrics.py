@@ -1,11 +1,11 @@
-"""Localisation metrics of one box per image (Casimir §7.2): CorLoc and average precision.
+"""Localisation metrics of a box scorer (Casimir §7.2, as the reference code computes them).
 
-Each image of a class holds one ground-truth box and the model returns one box, its top
-candidate, with that candidate's score as confidence.  A returned box is correct when its IoU
-with the ground truth exceeds 0.5 (the paper: "IoU > 0.5").  ``CorLoc = (1/n) sum_i 1[IoU_i >
-0.5]``; the average precision ranks the n returned boxes by confidence and averages the
-precision over recall as PASCAL VOC 2007 does (11 recall points ``0, 0.1, ..., 1``, each the
-largest precision at that recall or beyond), each image's box counting once toward recall.
+Each image of a class holds one ground-truth box; the model scores the image's candidate boxes
+and returns the top one.  ``CorLoc = (1/n) sum_i 1[IoU(top box of image i) >= 0.5]`` (the paper
+writes "> 0.5"; the reference code tests ``>= 0.5``).  The average precision is box-level: every
+candidate of every image, ranked by its raw score, is a positive when its IoU with the ground
+truth exceeds 0.5, and ``AP = sum_r (R_r - R_{r-1}) P_r`` over the ranks (scikit-learn's
+``average_precision_score`` on the pooled candidates, the reference's ``average='micro'``).
 """
 
 from __future__ import annotations
@@ -14,36 +14,33 @@ import numpy as np
 
 from structpred.errors import StructpredError
 
-#: a box is correct when IoU > 0.5 (Casimir §7.1.2)
-IOU_THRESHOLD = 0.5
-
-
-def _check(values, n, what):
-    a = np.asarray(values, dtype=np.float64)
-    if a.shape != (n,) or not np.all(np.isfinite(a)):
-        raise StructpredError(f"{what} must be {n} finite numbers")
-    return a
+#: the reference code's CorLoc criterion: IoU >= 0.5
+CORLOC_IOU = 0.5
+#: a candidate box is a positive of the AP when IoU > 0.5
+AP_IOU = 0.5
 
 
 def corloc(ious) -> float:
-    """The fraction of images whose returned box has IoU > 0.5 with the ground truth."""
+    """The fraction of images whose returned box has IoU >= 0.5 with the ground truth."""
     ious = np.asarray(ious, dtype=np.float64)
     if ious.ndim != 1 or ious.size == 0:
         raise StructpredError("corloc needs a non-empty vector of IoUs")
-    return float(np.mean(ious > IOU_THRESHOLD))
+    return float(np.mean(ious >= CORLOC_IOU))
 
 
-def average_precision(confidences, ious) -> float:
-    """PASCAL VOC 2007 11-point AP of one returned box per image (see the module docstring);
-    ties in confidence keep the images' order."""
-    ious = np.asarray(ious, dtype=np.float64)
-    if ious.ndim != 1 or ious.size == 0:
-        raise StructpredError("average_precision needs a non-empty vector of IoUs")
-    conf = _check(confidences, ious.size, "confidences")
-    order = np.argsort(-conf, kind="stable")
-    correct = (ious[order] > IOU_THRESHOLD).astype(np.float64)
-    tp = np.cumsum(correct)
-    recall = tp / ious.size
-    precision = tp / np.arange(1, ious.size + 1)
-    return float(np.mean([precision[recall >= r].max() if np.any(recall >= r) else 0.0
-                          for r in np.linspace(0, 1, 11)]))
+def box_average_precision(scores: list, ious: list) -> float:
+    """Box-level AP of every candidate of every image (see the module docstring): ``scores[i]``
+    and ``ious[i]`` are image ``i``'s candidates' scores and IoUs.  0 when no candidate is a
+    positive."""
+    from sklearn.metrics import average_precision_score
+
+    if len(scores) != len(ious) or not scores:
+        raise StructpredError("box_average_precision needs one score and one IoU vector per image")
+    s = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in scores])
+    t = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in ious])
+    if s.shape != t.shape or not np.all(np.isfinite(s)):
+        raise StructpredError("each image needs as many finite scores as IoUs")
+    positive = t > AP_IOU
+    if not positive.any():
+        return 0.0
+    return float(average_precision_score(positive, s))

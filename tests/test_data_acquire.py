@@ -177,7 +177,11 @@ def test_conll2003_corrupted_download(mirror, server, tmp_path):
     assert not (tmp_path / "c" / "eng.testa.gz").exists()
 
 
-def test_refusals(tmp_path):
+def test_refusals(tmp_path, monkeypatch):
+    from structpred.data import registry
+
+    rf = registry.RawFile("VOCtrainval_06-Nov-2007.tar", "http://127.0.0.1:9/x.tar", None)
+    monkeypatch.setitem(registry.SOURCES, "voc2007", registry.Source("voc2007", (rf,), "", "", ""))
     with pytest.raises(DataError, match="sha256 of VOCtrainval_06-Nov-2007.tar.*not pinned"):
         fetch("voc2007", tmp_path / "voc")
     with pytest.raises(DataError, match="put the prepared conll05st-release|Put the prepared"):
@@ -203,6 +207,32 @@ def test_alexnet_prefix_verification(server, tmp_path, monkeypatch):
     (www / "data" / "alexnet-owt-7be5be79.pth").write_bytes(payload)
     fetch("alexnet", tmp_path / "a", None, base_url=url)
     assert (tmp_path / "a" / "alexnet-owt-7be5be79.pth").read_bytes() == payload
+
+
+def test_voc_tarballs_are_verified_by_their_published_md5(server, tmp_path, monkeypatch):
+    www, url = server
+    (www / "data").mkdir()
+    # the real files are not here: the check itself, on the registry's entry with another MD5
+    from structpred.data import registry
+
+    payload = b"a VOC tarball"
+    good = registry.RawFile("VOCtest_06-Nov-2007.tar", registry.VOC_BASE + "/VOCtest_06-Nov-2007.tar", None,
+                            md5=hashlib.md5(payload).hexdigest())
+    monkeypatch.setitem(registry.SOURCES, "voc2007", registry.Source("voc2007", (good,), "", "", ""))
+    (www / "data" / "VOCtest_06-Nov-2007.tar").write_bytes(b"something else")
+    with pytest.raises(DataError, match=f"expected md5 {good.md5}, actual md5 "):
+        fetch("voc2007", tmp_path / "v", None, base_url=url)
+    assert not (tmp_path / "v" / "VOCtest_06-Nov-2007.tar").exists()
+    (www / "data" / "VOCtest_06-Nov-2007.tar").write_bytes(payload)
+    fetch("voc2007", tmp_path / "v", None, base_url=url)
+    stamp = json.loads((tmp_path / "v" / ".verified").read_text())
+    assert stamp == {"VOCtest_06-Nov-2007.tar": hashlib.sha256(payload).hexdigest()}
+    # and from a mirror
+    mirror = tmp_path / "m" / "voc2007"
+    mirror.mkdir(parents=True)
+    (mirror / "VOCtest_06-Nov-2007.tar").write_bytes(payload)
+    fetch("voc2007", tmp_path / "w", tmp_path / "m")
+    assert status("voc2007", tmp_path / "w")[0]["checksum"] == "ok"
 
 
 def test_status(mirror, tmp_path):

@@ -54,7 +54,9 @@ def test_conll2003_records_both_checksums(mirror):
 def test_special_sources():
     assert len(SOURCES["conll2005"].files) == 144
     assert SOURCES["conll2005"].manual
-    assert all(f.sha256 is None for f in SOURCES["voc2007"].files)
+    assert all(f.sha256 is None and f.pinned for f in SOURCES["voc2007"].files)   # torchvision's MD5s
+    assert [f.md5 for f in SOURCES["voc2007"].files] == ["c52e279531787c972589f7e41ab4ae64",
+                                                         "b6e924de25625d8de591ea690078ad9f"]
     assert [f.path for f in SOURCES["voc2007"].files] == [
         "VOCtrainval_06-Nov-2007.tar", "VOCtest_06-Nov-2007.tar"]
     (alex,) = SOURCES["alexnet"].files

@@ -53,16 +53,25 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _md5_file(path: Path) -> str:
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def check_file(path: Path, rf: RawFile) -> tuple[bool, str]:
     """Verify a stored file against ``rf``; return ``(ok, actual_sha256)``.
 
-    ``rf.sha256`` shorter than 64 hex digits is compared as a prefix. A gzip file whose bytes
+    ``rf.sha256`` shorter than 64 hex digits is compared as a prefix; without a sha256 the
+    file's MD5 is compared with ``rf.md5`` (unpinned: never ok). A gzip file whose bytes
     differ from ``rf.sha256`` is still accepted when ``rf.decompressed_sha256`` is set and its
     decompressed content matches (a ``.gz`` written by another gzip implementation).
     """
     actual = sha256_file(path)
     if rf.sha256 is None:
-        return False, actual
+        return rf.md5 is not None and _md5_file(path) == rf.md5, actual
     if actual.startswith(rf.sha256) if rf.is_prefix else actual == rf.sha256:
         return True, actual
     if rf.decompressed_sha256 is not None:
@@ -84,17 +93,22 @@ def resolve_mirror(mirror: str | os.PathLike | None) -> Path | None:
     return Path(env) if env else None
 
 
-def _mismatch(source: Source, rf: RawFile, expected: str, actual: str, origin: str) -> DataError:
+def _mismatch(source: Source, rf: RawFile, expected: str, actual: str, origin: str,
+              path: Path | None = None) -> DataError:
+    if rf.sha256 is None and rf.md5 is not None and path is not None:
+        expected, actual = f"md5 {rf.md5}", f"md5 {_md5_file(path)}"
+    else:
+        expected, actual = f"sha256 {expected}", f"sha256 {actual}"
     return DataError(
         f"checksum mismatch for {source.name}/{rf.path} (from {origin}): "
-        f"expected sha256 {expected}, actual sha256 {actual}; URL {rf.url}"
+        f"expected {expected}, actual {actual}; URL {rf.url}"
     )
 
 
 def _missing(source: Source, rf: RawFile, url: str, why: str) -> DataError:
     return DataError(
         f"missing raw file {source.name}/{rf.path}: {why}; URL {url}; "
-        f"expected sha256 {rf.sha256}"
+        f"expected {rf.expected}"
     )
 
 
@@ -150,7 +164,7 @@ def _from_url(source: Source, rf: RawFile, target: Path, url: str, retries: int,
     """Download ``rf`` into ``target`` atomically after verifying it."""
     if source.manual:
         raise _missing(source, rf, url, source.manual)
-    if rf.sha256 is None:
+    if not rf.pinned:
         raise DataError(
             f"refusing to download {source.name}/{rf.path} from {url}: its sha256 is not "
             "pinned in the registry, so the download could not be verified; place a trusted "
@@ -179,19 +193,19 @@ def _from_url(source: Source, rf: RawFile, target: Path, url: str, retries: int,
         else:
             ok, actual = check_file(tmp, rf)
             if not ok:
-                raise _mismatch(source, rf, rf.sha256, actual, f"download {url}")
+                raise _mismatch(source, rf, rf.sha256, actual, f"download {url}", tmp)
     log.info("downloaded %s/%s from %s", source.name, rf.path, url)
 
 
 def _from_mirror(source: Source, rf: RawFile, mfile: Path, target: Path) -> None:
     """Copy ``mfile`` into ``target`` atomically after verifying the copy."""
-    if rf.sha256 is None:
-        raise DataError(f"{source.name}/{rf.path}: sha256 not pinned in the registry; cannot verify {mfile}")
+    if not rf.pinned:
+        raise DataError(f"{source.name}/{rf.path}: no checksum pinned in the registry; cannot verify {mfile}")
     with atomic_path(target) as tmp:
         shutil.copyfile(mfile, tmp)
         ok, actual = check_file(tmp, rf)
         if not ok:
-            raise _mismatch(source, rf, rf.sha256, actual, f"mirror {mfile}")
+            raise _mismatch(source, rf, rf.sha256, actual, f"mirror {mfile}", tmp)
     log.info("copied %s/%s from mirror %s", source.name, rf.path, mfile)
 
 
@@ -219,10 +233,10 @@ def fetch(
     source = get_source(source_name)
     dest = Path(dest)
     root = resolve_mirror(mirror)
-    if any(rf.sha256 is None for rf in source.files):
+    if not all(rf.pinned for rf in source.files):
         raise DataError(
             f"cannot fetch {source.name}: the sha256 of "
-            + ", ".join(rf.path for rf in source.files if rf.sha256 is None)
+            + ", ".join(rf.path for rf in source.files if not rf.pinned)
             + f" is not pinned in the registry, so no copy could be verified (URL "
             f"{source.files[0].url}); download it by hand and pin its checksum first"
         )
@@ -235,7 +249,7 @@ def fetch(
                 log.debug("cache hit %s", target)
                 stamp[rf.path] = actual
                 continue
-            log.warning("%s has sha256 %s, expected %s: replacing it", target, actual, rf.sha256)
+            log.warning("%s has sha256 %s, expected %s: replacing it", target, actual, rf.expected)
         mfile = root / source.name / rf.path if root is not None else None
         if mfile is not None and mfile.is_file():
             _from_mirror(source, rf, mfile, target)
@@ -263,7 +277,7 @@ def status(
     rows = []
     for rf in source.files:
         row = {"file": rf.path, "where": "missing", "checksum": None,
-               "expected": rf.sha256, "actual": None, "url": rf.url}
+               "expected": rf.sha256 if rf.sha256 is not None else rf.md5, "actual": None, "url": rf.url}
         cands = []
         if dest is not None:
             cands.append(("cache", Path(dest) / rf.path))
@@ -273,7 +287,7 @@ def status(
             if path.is_file():
                 ok, actual = check_file(path, rf)
                 row.update(where=where, actual=actual,
-                           checksum="unpinned" if rf.sha256 is None else ("ok" if ok else "MISMATCH"))
+                           checksum="unpinned" if not rf.pinned else ("ok" if ok else "MISMATCH"))
                 break
         rows.append(row)
     return rows

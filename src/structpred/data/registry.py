@@ -25,8 +25,8 @@ Special cases.
   ``conll05st-tests.tar.gz``, so no downloadable archive contains these exact bytes.
   Downloading is therefore refused (``Source.manual``) with a message asking to put the
   release in the mirror; the URL recorded is the release tarball.
-* ``voc2007``: no checksum is pinned (no copy was available to hash); fetch refuses to
-  download an unverifiable file.
+* ``voc2007``: no copy was available here to hash, so no sha256 is pinned; the files are
+  verified by the MD5s that torchvision and PaddlePaddle publish for them.
 * ``alexnet``: torchvision names the file with the first 8 hex digits of its sha256; only
   that prefix is recorded and verified (``RawFile.sha256`` shorter than 64 characters).
 """
@@ -50,7 +50,8 @@ class RawFile:
 
     ``sha256`` is the checksum of the file as stored (None = not pinned; fewer than 64 hex
     digits = a prefix, verified as a prefix). ``decompressed_sha256`` is set when the stored
-    file is a gzip of what ``url`` serves.
+    file is a gzip of what ``url`` serves. ``md5``, where no sha256 is known, is the MD5 that
+    others publish for the file (torchvision's VOC tables); a file is then verified by it.
     """
 
     path: str
@@ -58,6 +59,17 @@ class RawFile:
     sha256: str | None
     decompressed_sha256: str | None = None
     note: str = ""
+    md5: str | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """Whether a copy can be verified (a sha256, or else an MD5, is recorded)."""
+        return self.sha256 is not None or self.md5 is not None
+
+    @property
+    def expected(self) -> str:
+        """The recorded checksum, named: ``sha256 <hex>`` or ``md5 <hex>``."""
+        return f"sha256 {self.sha256}" if self.sha256 is not None or self.md5 is None else f"md5 {self.md5}"
 
     @property
     def is_prefix(self) -> bool:
@@ -259,8 +271,10 @@ def _build() -> dict[str, Source]:
         Source(
             name="voc2007",
             files=tuple(
-                RawFile(p, f"{VOC_BASE}/{p}", None, note="sha256 not pinned")
-                for p in ("VOCtrainval_06-Nov-2007.tar", "VOCtest_06-Nov-2007.tar")
+                RawFile(p, f"{VOC_BASE}/{p}", None, md5=md5,
+                        note="no sha256 pinned; verified by the MD5 torchvision publishes")
+                for p, md5 in (("VOCtrainval_06-Nov-2007.tar", "c52e279531787c972589f7e41ab4ae64"),
+                               ("VOCtest_06-Nov-2007.tar", "b6e924de25625d8de591ea690078ad9f"))
             ),
             homepage=f"{VOC_BASE}/",
             citation="Everingham et al. (2010), The PASCAL VOC Challenge, IJCV",

@@ -24,7 +24,7 @@ def test_paper_config_drysnakemake(workdir):
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     # Casimir: Fig. 2 (3 c x 5 methods x 10 seeds) and Fig. 5a-d (3 seeds each)
-    n_casimir = 3 * 5 * 10 + 3 * (2 * 6 + 1 * 4 + 2 * 6 + 1 * 6)
+    n_casimir = 3 * 5 * 3 + 3 * (2 * 6 + 1 * 4 + 2 * 6 + 1 * 6)
     # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs),
     # MovieLens (5 methods and the popularity reference x 10 trials)
     n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10

@@ -92,6 +92,7 @@ def summary_figure(table: pd.DataFrame, path) -> None:
             ax.set_title(f"{PANEL_TITLES.get(figure, figure)}: {COLUMNS[metric]}", fontsize=9)
             if metric == "train_objective":
                 ax.set_xscale("log")
+    fig.tight_layout()  # no title over the panel above's axis label
     save_figure(fig, path)
 
 
@@ -143,4 +144,5 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
             ax.set_ylabel(label)
             ax.set_title(f"{PANEL_TITLES.get(panel, panel)}, lam = {c_label(c)}/n", fontsize=9)
         row[1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()  # no title over the panel above's axis label
     save_figure(fig, path)

@@ -73,6 +73,7 @@ def summary_figure(table: pd.DataFrame, path) -> None:
             ax.set_yticks(np.arange(len(methods)), methods, fontsize=8)
             ax.invert_yaxis()
             ax.set_title(f"{cls}: {COLUMNS[metric]}{tag}", fontsize=9)
+    fig.tight_layout()  # no title over the panel above's axis label
     save_figure(fig, path)
 
 
@@ -111,4 +112,5 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
         ax.set_ylabel(label)
         ax.set_title(f"Fig. {figure[3:]}, {cls}: {label}{tag}", fontsize=9)
     axes[-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()  # no title over the panel above's axis label
     save_figure(fig, path)

@@ -46,6 +46,21 @@ def test_score_and_its_autograd_gradient_against_finite_differences():
         assert abs(fd - grad @ e) < 1e-6 * max(1.0, abs(fd))
 
 
+def test_candidates_are_copied_to_the_device_once_per_live_array():
+    A, _ = toy(n=2)
+    net, w = ConvScore(), init_params(1)
+    first = net.scores(A[0], w)
+    resident = net._candidates(A[0])
+    net.vjp(A[0], w, np.ones(len(A[0])))
+    assert net._candidates(A[0]) is resident and len(net._resident) == 1
+    other = A[1].copy()                       # a new array is a new copy, and scores as itself
+    np.testing.assert_array_equal(net.scores(other, w), ConvScore().scores(A[1], w))
+    assert len(net._resident) == 2
+    del other                                 # a dead array's copy is released with it
+    assert len(net._resident) == 1
+    np.testing.assert_array_equal(net.scores(A[0], w), first)
+
+
 def test_linearisation_is_first_order_and_its_adjoint_is_exact():
     A, _ = toy()
     net, w = ConvScore(), init_params(3)

@@ -14,6 +14,8 @@ solvers train it unchanged.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from structpred.errors import StructpredError
@@ -60,23 +62,40 @@ class ConvScore:
     def __init__(self, device: str = "cpu"):
         self.torch = _torch()
         self.device = device
+        self._resident = {}
 
     def _t(self, a):
         return self.torch.as_tensor(np.asarray(a, dtype=np.float64), device=self.device)
+
+    def _candidates(self, A: np.ndarray):
+        """``A`` on the device, copied there once per array while it lives: the solvers score the
+        same examples every pass, and on a GPU the copy costs more than the score itself.  ``A``
+        is read-only from its first use on."""
+        key = id(A)
+        hit = self._resident.get(key)
+        if hit is not None and hit[0]() is A:
+            return hit[1]
+        t = self._t(A)
+        try:
+            ref = weakref.ref(A, lambda _, d=self._resident, k=key: d.pop(k, None))
+        except TypeError:                       # not an ndarray (a nested list): no copy kept
+            return t
+        self._resident[key] = (ref, t)
+        return t
 
     def scores(self, A: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``phi`` of each candidate: ``A`` is ``(m, 9, 256)`` (:func:`positions`)."""
         torch = self.torch
         w1, w2 = split(self._t(w))
         with torch.no_grad():
-            return (torch.nn.functional.elu(self._t(A) @ w1) * w2).sum(dim=(1, 2)).cpu().numpy()
+            return (torch.nn.functional.elu(self._candidates(A) @ w1) * w2).sum(dim=(1, 2)).cpu().numpy()
 
     def vjp(self, A: np.ndarray, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """``J^T g = sum_j g_j grad phi_j(w)`` by autograd."""
         torch = self.torch
         wt = self._t(w).requires_grad_(True)
         w1, w2 = split(wt)
-        s = (torch.nn.functional.elu(self._t(A) @ w1) * w2).sum(dim=(1, 2))
+        s = (torch.nn.functional.elu(self._candidates(A) @ w1) * w2).sum(dim=(1, 2))
         (grad,) = torch.autograd.grad(s, wt, grad_outputs=self._t(g))
         return grad.cpu().numpy()
 
@@ -85,7 +104,7 @@ class ConvScore:
         torch = self.torch
         w1, w2 = split(self._t(w))
         with torch.no_grad():
-            Z = self._t(A) @ w1
+            Z = self._candidates(A) @ w1
             H = torch.nn.functional.elu(Z)
             G = torch.where(Z > 0, torch.ones_like(Z), torch.exp(torch.clamp(Z, max=0.0))) * w2
             return (H * w2).sum(dim=(1, 2)).cpu().numpy(), H.cpu().numpy(), G.cpu().numpy()

@@ -150,14 +150,19 @@ class M4N(_LinearStructured):
     ``rtol``: stop at the first recorded pass whose certified gap (the oracle's upper bound
     minus the dual) is ``<= rtol * primal``.  ``n_iter_oracle_eval``: SP-MP iterations of the
     primal's evaluation (default ``n_iter_oracle``; more gives a tighter upper bound).
+    ``game``: ``"spmp"`` (M4N) or ``"exact"`` (AGM §3.2's exact game to a certified gap
+    ``oracle_tol``, on chains and trees): GBCFW then minimises AGM's objective with a certified
+    duality gap, which AdaGrad does not give.
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
-                 warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, rtol=None,
-                 random_state=None, verbose=False, n_labels=None, eval_every=1):
+                 warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, game="spmp",
+                 oracle_tol=1e-9, rtol=None, random_state=None, verbose=False, n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
+        self.game = game
+        self.oracle_tol = oracle_tol
         self.rtol = rtol
         self.n_iter_oracle = n_iter_oracle
         self.warm_start_oracle = warm_start_oracle
@@ -170,7 +175,8 @@ class M4N(_LinearStructured):
 
     def _surrogate(self, space):
         return MaxMinMargin(space, n_iter=self.n_iter_oracle, warm_start=self.warm_start_oracle,
-                            warm_mix=self.warm_start_mix, n_iter_eval=self.n_iter_oracle_eval)
+                            warm_mix=self.warm_start_mix, n_iter_eval=self.n_iter_oracle_eval, game=self.game,
+                            tol=self.oracle_tol)
 
     def _rule(self, surrogate):
         return GBCFW(surrogate)

@@ -6,8 +6,11 @@ from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     wc = snakemake.wildcards  # noqa: F821
-    rows, history = get(wc.experiment).run(
+    spec = get(wc.experiment)
+    # a resumable job keeps its finished fits beside its output, e.g. results/.../split3.fits/
+    resume = {"checkpoint": snakemake.output.rows.removesuffix(".csv") + ".fits"} if spec.resumable else {}  # noqa: F821
+    rows, history = spec.run(
         dict(snakemake.input), snakemake.params.settings, seed=snakemake.params.seed,  # noqa: F821
-        dataset=wc.dataset, method=wc.method, split=int(wc.split), threads=snakemake.threads)  # noqa: F821
+        dataset=wc.dataset, method=wc.method, split=int(wc.split), threads=snakemake.threads, **resume)  # noqa: F821
     write_csv(pd.DataFrame() if history is None else history, snakemake.output.history)  # noqa: F821
     write_csv(make_rows(rows), snakemake.output.rows)  # noqa: F821

@@ -93,11 +93,13 @@ def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, 
 def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_labels: int,
                     lambdas, n_passes: int, oracle_iterations: int, warm_start: bool,
                     random_state: int, eval_every: int = 1, rtol: float | None = None,
-                    options: dict | None = None, n_jobs: int = 1) -> tuple[list[dict], pd.DataFrame]:
+                    options: dict | None = None, n_jobs: int = 1, cache=None) -> tuple[list[dict], pd.DataFrame]:
     """Fit one model per lambda (:func:`fit_one_lambda`, ``n_jobs`` lambdas at a time in
     separate processes; the fits are independent, so the results do not depend on
     ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
     with the lowest validation loss is ``selected`` (ties: the first in grid order).
+    ``cache``: a :class:`~structpred.experiments.fit_cache.FitCache` that keeps each finished
+    fit and gives it back when the job runs again (a stopped job resumes).
     """
     from joblib import Parallel, delayed
 
@@ -108,10 +110,10 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
                 "oracle_iterations": oracle_iterations, "warm_start": warm_start,
                 "random_state": random_state, "eval_every": eval_every, "rtol": rtol, "options": options}
     if n_jobs == 1:
-        fits = (fit_one_lambda(parts, lam=lam, **settings) for lam in lambdas)
+        fits = (_fit_or_resume(parts, lam, cache, settings) for lam in lambdas)
     else:
         fits = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(fit_one_lambda)(parts, lam=lam, **settings) for lam in lambdas)
+            delayed(_fit_or_resume)(parts, lam, cache, settings) for lam in lambdas)
     records, histories = [], []
     for record, history in fits:
         log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", method, record["lam"], record["val_loss"],
@@ -122,6 +124,18 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
     for i, rec in enumerate(records):
         rec["selected"] = i == best
     return records, histories[best]
+
+
+def _fit_or_resume(parts, lam: float, cache, settings: dict) -> tuple[dict, pd.DataFrame]:
+    """:func:`fit_one_lambda`, or its finished result from ``cache``; a new fit is kept there
+    as soon as it ends (in the worker process, so a stopped job loses only running fits)."""
+    done = cache.load(lam) if cache is not None else None
+    if done is not None:
+        return done
+    record, history = fit_one_lambda(parts, lam=lam, **settings)
+    if cache is not None:
+        cache.save(lam, record, history)
+    return record, history
 
 
 def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset: str,
@@ -148,9 +162,10 @@ def task_of(block: dict, dataset: str) -> tuple[str, dict]:
 
 
 def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,
-            method: str, split_index: int, settings: dict, seed: int, n_jobs: int = 1):
+            method: str, split_index: int, settings: dict, seed: int, n_jobs: int = 1, cache=None):
     """Run one (experiment, dataset, method, split) job with its experiment's settings
-    (``n_jobs`` lambdas in parallel); returns (tidy rows, history of the chosen lambda)."""
+    (``n_jobs`` lambdas in parallel, finished fits kept in and read from ``cache``); returns
+    (tidy rows, history of the chosen lambda)."""
     from structpred.experiments.seeding import int_seed
 
     records, history = fit_lambda_grid(
@@ -159,7 +174,7 @@ def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, datase
         oracle_iterations=settings["oracle_iterations"], warm_start=settings["warm_start"],
         random_state=int_seed(seed, dataset, "order", split_index),
         eval_every=settings.get("eval_every") or 1, rtol=settings.get("rtol"), options=settings.get("options"),
-        n_jobs=n_jobs)
+        n_jobs=n_jobs, cache=cache)
     rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
                            method=method, split=split_index)
     return rows, history
@@ -185,12 +200,20 @@ class _M4NTable(Experiment):
             out["binning"] = binning
         return out
 
-    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+    resumable = True
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
+        from structpred.experiments.fit_cache import FitCache
         from structpred.experiments.splits import load_split
 
         arrays, meta = load_split(inputs["features"])
+        cache = None
+        if checkpoint is not None:
+            key = {"experiment": self.name, "dataset": dataset, "method": method, "split": split, "seed": seed,
+                   "settings": settings}
+            cache = FitCache(checkpoint, key, [inputs["features"]])
         return run_job(arrays, meta, experiment=self.name, dataset=dataset, method=method, split_index=split,
-                       settings=settings, seed=seed, n_jobs=threads)
+                       settings=settings, seed=seed, n_jobs=threads, cache=cache)
 
 
 @register

@@ -43,6 +43,9 @@ class Experiment:
     references_of: str | None = None
     #: the experiment whose table and tests the report page of this one reads too (``page``)
     beside: str | None = None
+    #: whether :meth:`run` takes ``checkpoint``, a folder where it keeps each finished fit of a
+    #: job so that a stopped job resumes (:mod:`structpred.experiments.fit_cache`)
+    resumable = False
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError
@@ -66,7 +69,8 @@ class Experiment:
 
     def run(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str, split: int,
             threads: int = 1) -> tuple[list[dict], pd.DataFrame | None]:
-        """One job: ``(tidy rows, history of the chosen model or None)``."""
+        """One job: ``(tidy rows, history of the chosen model or None)``; a ``resumable``
+        experiment's also takes ``checkpoint=<folder>``."""
         raise NotImplementedError
 
     def select(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str) -> list[dict]:

@@ -1,0 +1,88 @@
+"""A resumable M4N Table 1 job: each finished lambda fit is kept, a stopped job resumes from
+the kept fits and writes the same bytes as one that ran through; changed settings or inputs
+never reuse a kept fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from structpred.experiments.fit_cache import FitCache
+from structpred.experiments.registry import get
+from structpred.experiments.results import make_rows, write_csv
+from structpred.experiments.splits import save_split
+
+SETTINGS = {"task": "mc", "method": "M4N", "loss": "zero_one", "lambdas": [0.5, 0.125, 0.03125], "n_passes": 4,
+            "oracle_iterations": 5, "warm_start": True, "eval_every": 2}
+
+
+@pytest.fixture
+def split_file(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for part, n in (("train", 60), ("val", 30), ("test", 30)):
+        y = rng.integers(0, 3, size=n)
+        arrays[f"X_{part}"], arrays[f"y_{part}"] = rng.normal(size=(n, 4)) + y[:, None], y
+    path = tmp_path / "split0.npz"
+    save_split(path, arrays, {"n_labels": 3})
+    return path
+
+
+class SessionEnds(Exception):
+    """The job's process stopped midway (a session's end, a cluster's time limit)."""
+
+
+def job_bytes(out, rows, history):
+    """The job's two files as written, but for the fits' timings (which no two runs share)."""
+    rows = make_rows(rows)
+    write_csv(rows[rows["metric"] != "seconds"], out / "rows.csv")
+    write_csv(history.drop(columns="seconds"), out / "history.csv")
+    return (out / "rows.csv").read_bytes(), (out / "history.csv").read_bytes()
+
+
+def test_a_stopped_job_resumes_from_its_finished_fits(split_file, tmp_path, monkeypatch):
+    import structpred.experiments.m4n as m4n
+
+    exp, kw = get("m4n_table1"), dict(seed=0, dataset="toy", method="M4N", split=0)
+    assert exp.resumable
+    (tmp_path / "through").mkdir()     # the job run through, without a checkpoint
+    through = job_bytes(tmp_path / "through", *exp.run({"features": split_file}, SETTINGS, **kw))
+
+    calls, real, stop = [], m4n.fit_one_lambda, [3]    # the first run stops in its third fit
+
+    def fit(parts, *, lam, **settings):
+        calls.append(lam)
+        if len(calls) == stop[0]:
+            stop[0] = None
+            raise SessionEnds
+        return real(parts, lam=lam, **settings)
+
+    monkeypatch.setattr(m4n, "fit_one_lambda", fit)
+    ckpt = tmp_path / "split0.fits"
+    with pytest.raises(SessionEnds):
+        exp.run({"features": split_file}, SETTINGS, checkpoint=ckpt, **kw)
+    (digest,) = [p.name for p in ckpt.iterdir()]
+    assert sorted(p.name for p in (ckpt / digest).iterdir()) == [
+        "lam=0.125.history.csv", "lam=0.125.json", "lam=0.5.history.csv", "lam=0.5.json"]
+    calls.clear()
+    (tmp_path / "resumed").mkdir()
+    resumed = job_bytes(tmp_path / "resumed", *exp.run({"features": split_file}, SETTINGS, checkpoint=ckpt, **kw))
+    assert calls == [0.03125]                       # only the fit that had not finished
+    assert resumed == through                       # byte for byte, but for the timings
+    # other settings or another input file: a new folder, nothing reused
+    calls.clear()
+    exp.run({"features": split_file}, {**SETTINGS, "n_passes": 2}, checkpoint=ckpt, **kw)
+    assert calls == [0.5, 0.125, 0.03125] and len(list(ckpt.iterdir())) == 2
+
+
+def test_kept_fits_round_trip_exactly(tmp_path):
+    cache = FitCache(tmp_path, {"a": 1})
+    record = {"lam": 0.1, "val_loss": 1 / 3, "test_loss": 0.1 + 0.2, "seconds": 1e-7, "gap": 2.0 ** -60, "passes": 7}
+    history = pd.DataFrame({"pass": [1, 2], "primal": [np.pi, np.e / 7], "gap": [np.nan, 1e-300], "lam": 0.1})
+    assert cache.load(0.1) is None
+    cache.save(0.1, record, history)
+    rec, hist = cache.load(0.1)
+    assert rec == record and list(rec) == list(record)          # values and key order
+    pd.testing.assert_frame_equal(hist, history)
+    assert FitCache(tmp_path, {"a": 2}).load(0.1) is None

@@ -347,3 +347,57 @@ def test_report_index_command_links_the_tables_present(tmp_path, monkeypatch):
     assert "a choice" in page and "66eb" in page and "0.647" in page
     assert "tables/qs_robust.csv" not in page
     assert main(["report", "index", "--config", "missing.yaml"]) == 2
+
+
+def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_path, monkeypatch, capsys):
+    """``structpred report update``: a rerun of one dataset, spliced into the table built from every
+    file, gives the bytes of a table built from every (new) file; the other rows keep theirs."""
+    import yaml
+
+    from structpred.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "refs.yaml").write_text("m4n_table1:\n  - {task: mc, dataset: wine, method: M3N, metric: "
+                                        "test_loss, value: 0.0333}\n")
+    config = {"name": "paper", "experiments": ["m4n_table1"],
+              "report": {"dir": "reports", "references": "refs.yaml"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    values = {"iris": ([0.1, 0.2, 0.3], [0.0, 0.1, 0.25]), "wine": ([0.3, 0.1, 0.2], [0.2, 0.2, 0.1]),
+              "glass": ([0.5, 0.4, 0.6], [0.3, 0.45, 0.5])}
+
+    def files(folder, changed=()):
+        paths = []
+        for dataset, (a, b) in values.items():
+            for method, v in (("M3N", a), ("M4N", b)):
+                v = [x + 0.0123 for x in v] if dataset in changed else v
+                path = tmp_path / folder / dataset / f"{method}.csv"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_csv(make_rows(_rows(v, method, dataset)), path)
+                paths.append(path)
+        return paths
+
+    old = files("old")
+    tables = tmp_path / "reports" / "tables"
+    aggregate_files(old, tmp_path / "refs.yaml", tables / "m4n_table1.csv", tables / "m4n_table1_tests.csv")
+    before = (tables / "m4n_table1.csv").read_text().splitlines()
+    new = files("new", changed={"wine"})
+    aggregate_files(new, tmp_path / "refs.yaml", tmp_path / "all.csv", tmp_path / "all_tests.csv")
+    wine = [str(p) for p in new if p.parent.name == "wine"]
+    assert main(["report", "update", "m4n_table1", *wine, "--config", "config.yaml"]) == 0
+    assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()
+    assert (tables / "m4n_table1_tests.csv").read_bytes() == (tmp_path / "all_tests.csv").read_bytes()
+    after = (tables / "m4n_table1.csv").read_text().splitlines()
+    changed = [a for a, b in zip(before, after) if a != b]
+    assert len(changed) == 2 and all(",wine," in line for line in changed)  # the wine rows, in place
+    assert (tmp_path / "reports" / "figures" / "m4n_table1.png").read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+    # every method of a group, from one experiment, into an existing table: else one error line
+    assert main(["report", "update", "m4n_table1", wine[0], "--config", "config.yaml"]) == 2
+    assert "the table also has M4N" in capsys.readouterr().err
+    other = tmp_path / "other.csv"
+    write_csv(make_rows([dict(r, experiment="m4n_table2") for r in _rows([0.1], "M3N", "wine")]), other)
+    assert main(["report", "update", "m4n_table1", str(other), "--config", "config.yaml"]) == 2
+    assert "result files of m4n_table2 given to update m4n_table1" in capsys.readouterr().err
+    assert main(["report", "update", "m4n_table1", "nope.csv", "--config", "config.yaml"]) == 2
+    assert "no result file nope.csv" in capsys.readouterr().err
+    assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()

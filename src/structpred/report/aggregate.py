@@ -3,16 +3,21 @@
 
 Only the rows of the selected lambda enter the table. Timing metrics are left out so that
 the same config and seed give byte-identical tables; the HTML report shows run times.
+
+:func:`update_files` recomputes some (task, dataset) groups of a committed table from their
+result files (e.g. a rerun archived in ``runs/``) and leaves every other row's bytes alone.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from structpred.errors import ConfigError
 from structpred.experiments.registry import get
 from structpred.experiments.results import read_results, write_csv
 from structpred.report.references import KEY, load_references
@@ -67,3 +72,65 @@ def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd
     write_csv(spec.tests(_selected(results)), tests_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))
     return table
+
+
+GROUP = ["task", "dataset"]  # the unit update_files recomputes: every method, row and test of it
+
+
+def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as the strings :func:`write_csv` writes (so old and new rows concatenate as text)."""
+    buf = io.StringIO()
+    frame.to_csv(buf, index=False, float_format="%.10g", lineterminator="\n")
+    return pd.read_csv(io.StringIO(buf.getvalue()), dtype=str, keep_default_na=False)
+
+
+def _splice(old: pd.DataFrame, new: pd.DataFrame, groups: set) -> pd.DataFrame:
+    """``old`` with the rows of ``groups`` replaced by ``new`` (all text), put where the first
+    replaced row was (at the end if ``old`` had none)."""
+    hit = [tuple(r) in groups for r in old[GROUP].itertuples(index=False)]
+    at = hit.index(True) if any(hit) else len(old)
+    keep = old[[not h for h in hit]]
+    before = int(sum(1 for h in hit[:at] if not h))
+    return pd.concat([keep.iloc[:before], new[old.columns], keep.iloc[before:]], ignore_index=True)
+
+
+def update_files(experiment: str, result_paths, references_path, table_path, tests_path) -> list[tuple]:
+    """Recompute, in ``experiment``'s table and test table, every (task, dataset) group that
+    ``result_paths`` hold; the other rows keep their bytes.  The files must hold every method
+    the table has for each such group (a test compares methods).  Returns the groups."""
+    results = read_results(result_paths)
+    if results.empty:
+        raise ConfigError("no result rows in the files given")
+    names = sorted(set(results["experiment"].astype(str)) - {experiment})
+    if names:
+        raise ConfigError(f"result files of {', '.join(names)} given to update {experiment}")
+    spec = get(experiment)
+    if list(spec.key) != ["task", "dataset", "method", "metric"]:
+        raise ConfigError(f"{experiment}: update works on tables keyed by task, dataset, method, metric "
+                          f"(this one: {', '.join(spec.key)}); rebuild it with the workflow")
+    for path in (table_path, tests_path):
+        if not Path(path).is_file():
+            raise ConfigError(f"no table {path} to update (build it with the workflow first)")
+    old = pd.read_csv(table_path, dtype=str, keep_default_na=False)
+    old_tests = pd.read_csv(tests_path, dtype=str, keep_default_na=False)
+    results[GROUP] = results[GROUP].astype(str)
+    groups = list(dict.fromkeys(results[GROUP].itertuples(index=False, name=None)))
+    given = results.astype({"method": str}).groupby(GROUP)["method"].agg(set)
+    have = old.groupby(GROUP)["method"].agg(set)
+    for group in groups:
+        lacking = have.get(group, set()) - given[group]
+        if lacking:
+            raise ConfigError(f"{'/'.join(group)}: the table also has {', '.join(sorted(lacking))}: "
+                              f"give those methods' result files too")
+    refs = load_references(references_path, spec.references_of or experiment, spec.key)
+    table = _as_text(aggregate(results, refs, spec.key, spec.count))
+    tests = _as_text(spec.tests(_selected(results)))
+    for new, before, path in ((table, old, table_path), (tests, old_tests, tests_path)):
+        if list(new.columns) != list(before.columns):
+            raise ConfigError(f"{path}: its columns ({', '.join(before.columns)}) are not those the results "
+                              f"give ({', '.join(new.columns)}); rebuild it with the workflow")
+    write_csv(_splice(old, table, set(groups)), table_path)
+    write_csv(_splice(old_tests, tests, set(groups)), tests_path)
+    log.info("%s: %d groups recomputed from %d result files (%s)", experiment, len(groups), len(result_paths),
+             ", ".join("/".join(g) for g in groups))
+    return groups

@@ -6,6 +6,11 @@ from runs resumed across work periods (the ``runs/`` archive) are aggregated one
 time, and this command links whatever tables the report folder holds for the configured
 experiments, with the same provenance (commit, config, the ``.verified`` checksums of the raw
 files present, package versions).
+
+``structpred report update EXPERIMENT FILES...`` recomputes, in the committed table of
+``EXPERIMENT``, its test table and its figure, the (task, dataset) groups whose per-split
+result files are given (e.g. a rerun of some datasets archived in ``runs/``); every other row
+keeps its bytes.
 """
 
 from __future__ import annotations
@@ -21,18 +26,49 @@ def register(subparsers) -> None:
     p.add_argument("--raw", type=Path, default=None, help="raw data root with the .verified stamps "
                    "(default: the config's data.raw_dir)")
     p.set_defaults(func=_index)
+    p = sub.add_parser("update", help="recompute some (task, dataset) groups of a table from their result files")
+    p.add_argument("experiment")
+    p.add_argument("results", type=Path, nargs="+", help="per-split result files (every method of each group)")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.set_defaults(func=_update)
 
 
-def _index(args) -> int:
+def _load_config(path: Path) -> dict:
     import yaml
 
     from structpred.errors import ConfigError
+
+    if not path.is_file():
+        raise ConfigError(f"no configuration file {path}")
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _update(args) -> int:
+    from structpred.errors import ConfigError
+    from structpred.report.aggregate import update_files
+    from structpred.report.figures import experiment_figure
+
+    config = _load_config(args.config)
+    if args.experiment not in config["experiments"]:
+        raise ConfigError(f"unknown experiment {args.experiment!r} (configured: {', '.join(config['experiments'])})")
+    missing = [str(p) for p in args.results if not p.is_file()]
+    if missing:
+        raise ConfigError(f"no result file {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    folder = Path(config["report"]["dir"])
+    table = folder / "tables" / f"{args.experiment}.csv"
+    groups = update_files(args.experiment, args.results, config["report"]["references"], table,
+                          folder / "tables" / f"{args.experiment}_tests.csv")
+    experiment_figure(args.experiment, table, folder / "figures" / f"{args.experiment}.png")
+    print(f"{table}: recomputed {', '.join('/'.join(g) for g in groups)} from {len(args.results)} files; "
+          f"run `structpred report index` to relink the report")
+    return 0
+
+
+def _index(args) -> int:
     from structpred.experiments.registry import get
     from structpred.report.html import write_index
 
-    if not args.config.is_file():
-        raise ConfigError(f"no configuration file {args.config}")
-    config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
+    config = _load_config(args.config)
     folder = Path(config["report"]["dir"])
     tables, tests, figures, curves = [], [], [], []
     for name in config["experiments"]:

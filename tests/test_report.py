@@ -360,7 +360,9 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
     (tmp_path / "refs.yaml").write_text("m4n_table1:\n  - {task: mc, dataset: wine, method: M3N, metric: "
                                         "test_loss, value: 0.0333}\n")
     config = {"name": "paper", "experiments": ["m4n_table1"],
-              "report": {"dir": "reports", "references": "refs.yaml"}}
+              "report": {"dir": "reports", "references": "refs.yaml"},
+              "m4n_table1": {"tasks": {"mc": {"datasets": ["iris", "wine", "glass"]}}, "methods": ["M3N", "M4N"],
+                             "n_splits": 3}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     values = {"iris": ([0.1, 0.2, 0.3], [0.0, 0.1, 0.25]), "wine": ([0.3, 0.1, 0.2], [0.2, 0.2, 0.1]),
               "glass": ([0.5, 0.4, 0.6], [0.3, 0.45, 0.5])}
@@ -382,7 +384,7 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
     before = (tables / "m4n_table1.csv").read_text().splitlines()
     new = files("new", changed={"wine"})
     aggregate_files(new, tmp_path / "refs.yaml", tmp_path / "all.csv", tmp_path / "all_tests.csv")
-    wine = [str(p) for p in new if p.parent.name == "wine"]
+    wine = [str(p) for p in new if p.parent.name == "wine"][::-1]  # any order: rows go in job order
     assert main(["report", "update", "m4n_table1", *wine, "--config", "config.yaml"]) == 0
     assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()
     assert (tables / "m4n_table1_tests.csv").read_bytes() == (tmp_path / "all_tests.csv").read_bytes()
@@ -393,11 +395,14 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
     capsys.readouterr()
     # every method of a group, from one experiment, into an existing table: else one error line
     assert main(["report", "update", "m4n_table1", wine[0], "--config", "config.yaml"]) == 2
-    assert "the table also has M4N" in capsys.readouterr().err
+    assert "mc/wine: the table also has M3N" in capsys.readouterr().err
     other = tmp_path / "other.csv"
     write_csv(make_rows([dict(r, experiment="m4n_table2") for r in _rows([0.1], "M3N", "wine")]), other)
     assert main(["report", "update", "m4n_table1", str(other), "--config", "config.yaml"]) == 2
     assert "result files of m4n_table2 given to update m4n_table1" in capsys.readouterr().err
+    write_csv(make_rows(_rows([0.1], "M3N", "vowel")), other)
+    assert main(["report", "update", "m4n_table1", str(other), "--config", "config.yaml"]) == 2
+    assert "vowel M3N split 0 is not a job of m4n_table1" in capsys.readouterr().err
     assert main(["report", "update", "m4n_table1", "nope.csv", "--config", "config.yaml"]) == 2
     assert "no result file nope.csv" in capsys.readouterr().err
     assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()

@@ -94,13 +94,22 @@ def _splice(old: pd.DataFrame, new: pd.DataFrame, groups: set) -> pd.DataFrame:
     return pd.concat([keep.iloc[:before], new[old.columns], keep.iloc[before:]], ignore_index=True)
 
 
-def update_files(experiment: str, result_paths, references_path, table_path, tests_path) -> list[tuple]:
+def update_files(experiment: str, jobs, result_paths, references_path, table_path, tests_path) -> list[tuple]:
     """Recompute, in ``experiment``'s table and test table, every (task, dataset) group that
     ``result_paths`` hold; the other rows keep their bytes.  The files must hold every method
-    the table has for each such group (a test compares methods).  Returns the groups."""
+    the table has for each such group (a test compares methods).  Rows are taken in the order
+    of ``jobs``, the experiment's ``(dataset, method, split)`` list, as the workflow aggregates
+    them, whatever the order of the files.  Returns the groups."""
     results = read_results(result_paths)
     if results.empty:
         raise ConfigError("no result rows in the files given")
+    rank = {(str(d), str(m), int(k)): i for i, (d, m, k) in enumerate(jobs)}
+    order = [rank.get((str(d), str(m), int(k))) for d, m, k in
+             results[["dataset", "method", "split"]].itertuples(index=False, name=None)]
+    if None in order:
+        d, m, k = results[["dataset", "method", "split"]].iloc[order.index(None)]
+        raise ConfigError(f"{d} {m} split {k} is not a job of {experiment} in this configuration")
+    results = results.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
     names = sorted(set(results["experiment"].astype(str)) - {experiment})
     if names:
         raise ConfigError(f"result files of {', '.join(names)} given to update {experiment}")

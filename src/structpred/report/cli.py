@@ -45,6 +45,7 @@ def _load_config(path: Path) -> dict:
 
 def _update(args) -> int:
     from structpred.errors import ConfigError
+    from structpred.experiments.registry import get
     from structpred.report.aggregate import update_files
     from structpred.report.figures import experiment_figure
 
@@ -56,7 +57,7 @@ def _update(args) -> int:
         raise ConfigError(f"no result file {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     folder = Path(config["report"]["dir"])
     table = folder / "tables" / f"{args.experiment}.csv"
-    groups = update_files(args.experiment, args.results, config["report"]["references"], table,
+    groups = update_files(args.experiment, get(args.experiment).jobs(config), args.results, config["report"]["references"], table,
                           folder / "tables" / f"{args.experiment}_tests.csv")
     experiment_figure(args.experiment, table, folder / "figures" / f"{args.experiment}.png")
     print(f"{table}: recomputed {', '.join('/'.join(g) for g in groups)} from {len(args.results)} files; "

@@ -10,7 +10,7 @@ choice and numba / torch start-up are outside the timing):
   device, so it bounds what a GPU can gain on feature extraction.
 * ``conv4``: the AlexNet conv1..conv4 network (random weights, ``conv4_net(seed=0)``) on those
   crops in batches of 256, float32, host-to-device copy and copy back included
-  (``box_features`` minus the crops).
+  (:func:`~structpred.vision.alexnet.crop_features`: ``box_features`` minus the crops).
 * ``score`` / ``vjp``: the non-convex box score ``phi`` of Casimir's §7.1.2 experiment
   (``ConvScore.scores`` and ``ConvScore.vjp``, float64) on ``--candidates`` candidates of one
   example (``A`` of shape ``(m, 9, 256)``), as the solvers call it once per example and step:
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from structpred.vision.alexnet import N_FEATURES, conv4_net, crops
+    from structpred.vision.alexnet import conv4_net, crop_features, crops
     from structpred.outputs import Candidates
     from structpred.solvers.driver import run
     from structpred.solvers.problem import Problem
@@ -86,14 +86,7 @@ def main(argv=None) -> int:
 
     def conv4(device):
         net = conv4_net(seed=0).to(device)
-
-        def go():
-            out = np.empty((len(x), N_FEATURES), dtype=np.float32)
-            with torch.inference_mode():
-                for a in range(0, len(x), 256):
-                    out[a:a + 256] = net(torch.from_numpy(x[a:a + 256]).to(device)).reshape(-1, N_FEATURES).cpu().numpy()
-            return out
-        return go
+        return lambda: crop_features(net, x, device=device)
 
     A = rng.standard_normal((args.candidates, 9, 256)) * 0.1
     w = init_params(args.seed)

@@ -94,9 +94,14 @@ def crops(image: np.ndarray, boxes: np.ndarray) -> np.ndarray:
 def box_features(net, image: np.ndarray, boxes: np.ndarray, *, device: str = "cpu",
                  batch_size: int = 256) -> np.ndarray:
     """conv4 features (float32 ``(m, 2304)``) of each box of ``image``, in batches on ``device``."""
+    return crop_features(net, crops(image, boxes), device=device, batch_size=batch_size)
+
+
+def crop_features(net, x: np.ndarray, *, device: str = "cpu", batch_size: int = 256) -> np.ndarray:
+    """conv4 features (float32 ``(m, 2304)``) of the network inputs ``x`` (:func:`crops`), in
+    batches of ``batch_size`` on ``device``."""
     torch = _torch()
     net = net.to(device)
-    x = crops(image, boxes)
     out = np.empty((len(x), N_FEATURES), dtype=np.float32)
     with torch.inference_mode():
         for a in range(0, len(x), batch_size):

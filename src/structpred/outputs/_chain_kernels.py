@@ -121,8 +121,16 @@ def top_k_viterbi(U, P, K, Y, S):
 _CUT = 40.0
 
 
+#: ``np.exp(x)`` is exactly 0 for every ``x`` below this (the smallest subnormal is ``exp(-744.44)``):
+#: such an ``exp`` is skipped, which changes no bit of any result
+_EXP_ZERO = -745.2
+
+
 @njit(cache=True)
 def _lse(x, n):
+    """``log sum_j exp(x[j])`` over the first ``n`` entries; terms ``_CUT`` nats below the max are
+    skipped, and so are the ``exp`` of the max (1) and the ``log`` of a sum equal to 1 (0): in
+    peaked (warm-started) SP-MP states almost every sum has a single term that counts."""
     m = x[0]
     for j in range(1, n):
         m = max(m, x[j])
@@ -132,7 +140,9 @@ def _lse(x, n):
     lo = m - _CUT
     for j in range(n):
         if x[j] > lo:
-            s += np.exp(x[j] - m)
+            s += 1.0 if x[j] == m else np.exp(x[j] - m)
+    if s == 1.0:
+        return m + 0.0
     return m + np.log(s)
 
 
@@ -223,7 +233,8 @@ def _log_softmax_rows(z, out):
             m = max(m, z[t, j])
         s = 0.0
         for j in range(R):
-            e = np.exp(z[t, j] - m)
+            d = z[t, j] - m
+            e = np.exp(d) if d > _EXP_ZERO else 0.0
             out[t, j] = e
             s += e
         inv = 1.0 / s
@@ -342,7 +353,8 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             m = max(m, la[t - 1, a])
         sc[t - 1, 0] = m
         for a in range(R):
-            ex[t - 1, a] = np.exp(la[t - 1, a] - m)
+            d = la[t - 1, a] - m
+            ex[t - 1, a] = np.exp(d) if d > _EXP_ZERO else 0.0
         sorted_ = False
         for b in range(R):
             acc[b] = 0.0
@@ -371,7 +383,8 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
         sc[t, 1] = m
         rowmax = cm[t, 0]
         for b in range(R):
-            fw[t, b] = np.exp(cm[t, b] + thU[t + 1, b] + lb[t + 1, b] - m)
+            d = cm[t, b] + thU[t + 1, b] + lb[t + 1, b] - m
+            fw[t, b] = np.exp(d) if d > _EXP_ZERO else 0.0
             rowmax = max(rowmax, cm[t, b])
         sc[t, 2] = rowmax       # bounds every pairwise parameter of edge t
         sorted_ = False

@@ -20,6 +20,7 @@ from numba import njit
 from structpred.outputs._chain_kernels import (
     _CUT,
     _EDGE_SCALE,
+    _EXP_ZERO,
     _TINY,
     _argsort_desc,
     _init_potentials,
@@ -162,7 +163,8 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
         sc[e, 1] = m
         sc[e, 2] = rowmax
         for b in range(R):
-            fw[e, b] = np.exp(cm[e, b] + ins[t, b] - m)
+            d = cm[e, b] + ins[t, b] - m
+            fw[e, b] = np.exp(d) if d > _EXP_ZERO else 0.0
         sorted_ = False
         for a in range(R):
             s = 0.0
@@ -193,7 +195,8 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
         for b in range(R):
             acc[b] = 0.0
         for a in range(R):
-            f = np.exp(xl[e, a] - m)
+            d = xl[e, a] - m
+            f = np.exp(d) if d > _EXP_ZERO else 0.0
             ex[e, a] = f
             if f != 0.0:
                 for b in range(R):

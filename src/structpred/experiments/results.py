@@ -33,10 +33,15 @@ def make_rows(records: list[dict]) -> pd.DataFrame:
     return frame[COLUMNS + [c for c in frame.columns if c not in COLUMNS]]
 
 
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV text with a fixed float format, so equal runs give equal bytes."""
+    return frame.to_csv(index=False, float_format="%.10g", lineterminator="\n")
+
+
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
-    """Write a CSV atomically with a fixed float format, so equal runs give equal bytes."""
+    """Write :func:`csv_text` of ``frame`` atomically."""
     with atomic_open(path, "w", newline="") as fh:
-        frame.to_csv(fh, index=False, float_format="%.10g", lineterminator="\n")
+        fh.write(csv_text(frame))
 
 
 def read_results(paths) -> pd.DataFrame:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from structpred.errors import ConfigError
 from structpred.experiments.registry import get
-from structpred.experiments.results import read_results, write_csv
+from structpred.experiments.results import csv_text, read_results, write_csv
 from structpred.report.references import KEY, load_references
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,13 @@ def aggregate(results: pd.DataFrame, references: pd.DataFrame, key=KEY, count: s
     return table[key + ["mean", "std", count, "reference"] + extra]
 
 
+def _table_and_tests(experiment: str, results: pd.DataFrame, references_path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy table (paper numbers beside) and the test table of ``experiment``'s results."""
+    spec = get(experiment)
+    refs = load_references(references_path, spec.references_of or experiment, spec.key)
+    return aggregate(results, refs, spec.key, spec.count), spec.tests(_selected(results))
+
+
 def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd.DataFrame:
     """Read per-split files, write the tidy table and the test table (both atomically).
 
@@ -65,11 +72,9 @@ def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd
     """
     results = read_results(result_paths)
     experiment = str(results["experiment"].iloc[0]) if len(results) else Path(table_path).stem
-    spec = get(experiment)
-    refs = load_references(references_path, spec.references_of or experiment, spec.key)
-    table = aggregate(results, refs, spec.key, spec.count)
+    table, tests = _table_and_tests(experiment, results, references_path)
     write_csv(table, table_path)
-    write_csv(spec.tests(_selected(results)), tests_path)
+    write_csv(tests, tests_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))
     return table
 
@@ -79,9 +84,7 @@ GROUP = ["task", "dataset"]  # the unit update_files recomputes: every method, r
 
 def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as the strings :func:`write_csv` writes (so old and new rows concatenate as text)."""
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False, float_format="%.10g", lineterminator="\n")
-    return pd.read_csv(io.StringIO(buf.getvalue()), dtype=str, keep_default_na=False)
+    return pd.read_csv(io.StringIO(csv_text(frame)), dtype=str, keep_default_na=False)
 
 
 def _splice(old: pd.DataFrame, new: pd.DataFrame, groups: set) -> pd.DataFrame:
@@ -103,6 +106,9 @@ def update_files(experiment: str, jobs, result_paths, references_path, table_pat
     results = read_results(result_paths)
     if results.empty:
         raise ConfigError("no result rows in the files given")
+    names = sorted(set(results["experiment"].astype(str)) - {experiment})
+    if names:
+        raise ConfigError(f"result files of {', '.join(names)} given to update {experiment}")
     rank = {(str(d), str(m), int(k)): i for i, (d, m, k) in enumerate(jobs)}
     order = [rank.get((str(d), str(m), int(k))) for d, m, k in
              results[["dataset", "method", "split"]].itertuples(index=False, name=None)]
@@ -110,9 +116,6 @@ def update_files(experiment: str, jobs, result_paths, references_path, table_pat
         d, m, k = results[["dataset", "method", "split"]].iloc[order.index(None)]
         raise ConfigError(f"{d} {m} split {k} is not a job of {experiment} in this configuration")
     results = results.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
-    names = sorted(set(results["experiment"].astype(str)) - {experiment})
-    if names:
-        raise ConfigError(f"result files of {', '.join(names)} given to update {experiment}")
     spec = get(experiment)
     if list(spec.key) != ["task", "dataset", "method", "metric"]:
         raise ConfigError(f"{experiment}: update works on tables keyed by task, dataset, method, metric "
@@ -131,9 +134,7 @@ def update_files(experiment: str, jobs, result_paths, references_path, table_pat
         if lacking:
             raise ConfigError(f"{'/'.join(group)}: the table also has {', '.join(sorted(lacking))}: "
                               f"give those methods' result files too")
-    refs = load_references(references_path, spec.references_of or experiment, spec.key)
-    table = _as_text(aggregate(results, refs, spec.key, spec.count))
-    tests = _as_text(spec.tests(_selected(results)))
+    table, tests = (_as_text(f) for f in _table_and_tests(experiment, results, references_path))
     for new, before, path in ((table, old, table_path), (tests, old_tests, tests_path)):
         if list(new.columns) != list(before.columns):
             raise ConfigError(f"{path}: its columns ({', '.join(before.columns)}) are not those the results "

@@ -338,13 +338,16 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     Log-domain messages ``la`` (forward) and ``lb`` (backward), each step a product of
     exp-scaled messages with the scaled potentials ``E`` (:func:`_init_potentials`), so a
     step costs multiplications and ``O(R)`` exp / log; an entry whose scaled sum falls
-    below ``_TINY`` (its terms lost in ``E``) is recomputed exactly from ``thP + c P``.
+    below ``_TINY`` (its terms lost in ``E``) is recomputed exactly from ``thP + c P``: the
+    step's two largest terms per entry first (:func:`_top_two`, one pass for all entries),
+    which is the answer where only the largest counts (warm states: almost everywhere), else
+    the sorted :func:`_pruned_lse`; either way the bits of the pruned sum.
     ``ex[t] = exp(la[t] - sc[t, 0])`` and ``fw[t] = exp(cm[t] + thU[t+1] + lb[t+1] -
     sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
     0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters.
     """
     T, R = thU.shape
-    acc, wl, tmp = work[0], work[1], work[2]
+    acc, wl, tmp, m1, m2 = work[0], work[1], work[2], work[3], work[4]
     for j in range(R):
         la[0, j] = thU[0, j]
     for t in range(1, T):
@@ -363,16 +366,23 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             if f != 0.0:
                 for b in range(R):
                     acc[b] += f * E[t - 1, a, b]
+        ranked = False
         for b in range(R):
             s = acc[b]
             if s > _TINY:
                 la[t, b] = m + np.log(s) + cm[t - 1, b] + thU[t, b]
-            else:
-                if not sorted_:
-                    _argsort_desc(la[t - 1], order)
-                    sorted_ = True
-                la[t, b] = thU[t, b] + _pruned_lse(la[t - 1], thP[t - 1, :, b], P[t - 1, :, b], c,
-                                                   cm[t - 1, b], order, tmp)
+                continue
+            if not ranked:
+                _top_two(la[t - 1], thP[t - 1], P[t - 1], c, m1, m2)
+                ranked = True
+            if not m2[b] > m1[b] - _CUT:    # one term counts: the log-sum-exp is its value
+                la[t, b] = thU[t, b] + (m1[b] + 0.0)
+                continue
+            if not sorted_:
+                _argsort_desc(la[t - 1], order)
+                sorted_ = True
+            la[t, b] = thU[t, b] + _pruned_lse(la[t - 1], thP[t - 1, :, b], P[t - 1, :, b], c,
+                                               cm[t - 1, b], order, tmp)
     logz = _lse(la[T - 1], R)
     for j in range(R):
         lb[T - 1, j] = 0.0
@@ -388,19 +398,31 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             rowmax = max(rowmax, cm[t, b])
         sc[t, 2] = rowmax       # bounds every pairwise parameter of edge t
         sorted_ = False
+        ranked = False
         for a in range(R):
-            s = 0.0
-            for b in range(R):
-                s += E[t, a, b] * fw[t, b]
+            acc[a] = 0.0
+        for b in range(R):      # acc[a] = sum_b E[t, a, b] fw[t, b], b in order; zero factors add nothing
+            f = fw[t, b]
+            if f != 0.0:
+                for a in range(R):
+                    acc[a] += E[t, a, b] * f
+        for a in range(R):
+            s = acc[a]
             if s > _TINY:
                 lb[t, a] = m + np.log(s)
-            else:
-                if not sorted_:
-                    for b in range(R):
-                        wl[b] = thU[t + 1, b] + lb[t + 1, b]
-                    _argsort_desc(wl, order)
-                    sorted_ = True
-                lb[t, a] = _pruned_lse(wl, thP[t, a], P[t, a], c, rowmax, order, tmp)
+                continue
+            if not ranked:
+                for b in range(R):
+                    wl[b] = thU[t + 1, b] + lb[t + 1, b]
+                _top_two(wl, thP[t].T, P[t].T, c, m1, m2)   # rows: over b for every a
+                ranked = True
+            if not m2[a] > m1[a] - _CUT:
+                lb[t, a] = m1[a] + 0.0
+                continue
+            if not sorted_:
+                _argsort_desc(wl, order)
+                sorted_ = True
+            lb[t, a] = _pruned_lse(wl, thP[t, a], P[t, a], c, rowmax, order, tmp)
     for t in range(T):
         for j in range(R):
             d = la[t, j] + lb[t, j] - logz
@@ -449,6 +471,25 @@ def _argsort_desc(x, order):
 
 
 @njit(cache=True)
+def _top_two(base, pot, slope, c, m1, m2):
+    """``m1[b] >= m2[b]``: the two largest of ``base[a] + pot[a, b] + c slope[a, b]`` over ``a``
+    (a tie gives ``m2[b] == m1[b]``), the terms of :func:`_pruned_lse` for every column ``b`` at
+    once (rows: pass ``pot.T``, ``slope.T``); where ``m2[b] <= m1[b] - _CUT`` that log-sum-exp is
+    exactly ``m1[b] + 0.0``."""
+    n, R = pot.shape
+    for b in range(R):
+        m1[b] = -np.inf
+        m2[b] = -np.inf
+    for a in range(n):
+        ba = base[a]
+        for b in range(R):
+            x = ba + pot[a, b] + c * slope[a, b]
+            lo = min(m1[b], x)
+            m1[b] = max(m1[b], x)
+            m2[b] = max(m2[b], lo)
+
+
+@njit(cache=True)
 def _pruned_lse(base, pot, slope, c, bound, order, tmp):
     """``log sum_i exp(base[i] + pot[i] + c slope[i])`` over the ``i`` in ``order`` (``base``
     descending) until ``base[i] + bound`` (``bound >= max_i pot[i] + c slope[i]``) is
@@ -493,7 +534,7 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     ex = np.empty((Tm, R))
     fw = np.empty((Tm, R))
     sc = np.empty((Tm, 3))
-    work = np.empty((3, R))
+    work = np.empty((5, R))
     order = np.empty(R, dtype=np.int64)
     arows = np.empty(R, dtype=np.int64)
     _init_potentials(thP, P, eta, E[: T - 1], cm, G[: T - 1], gm)

@@ -343,40 +343,53 @@ def test_agm_game_value_equals_lp_within_spmp_gap():
 
 def test_top_two_shortcut_gives_the_pruned_sum_bits():
     """The rescues first take the two largest terms of every column (forward) or row (backward)
-    at once: they are the two largest of the terms (a tie counted twice), and where the second is
-    ``_CUT`` nats or more below the first, ``_pruned_lse`` returns exactly the first plus 0.0, so
-    the shortcut changes no bit.  Peaked terms (spans of thousands of nats) with planted ties."""
+    at once: they are the two largest of the terms (a tie counted twice).  Where the second is
+    ``_CUT`` nats or more below the first, ``_pruned_lse`` returns exactly the first plus 0.0;
+    where exactly two terms count, ``_lse_of_two`` gives its bits (else NaN): neither shortcut
+    changes a bit.  Peaked terms (spans of thousands of nats, then of 60) with planted ties."""
     from structpred.outputs import _chain_kernels as K
 
     rng = np.random.default_rng(11)
     R = 9
     m1, m2 = np.empty(R), np.empty(R)
     tmp, order = np.empty(R), np.empty(R, dtype=np.int64)
-    shortcut = 0
-    for trial in range(300):
-        base = rng.uniform(-3000, 0, size=R)
-        thP, P = rng.uniform(-3000, 0, size=(R, R)), rng.normal(size=(R, R))
+    counts = {1: 0, 2: 0, 3: 0}
+
+    def check(got, lse_two, first, second, n_terms):
+        if not second > first - K._CUT:
+            counts[1] += 1
+            assert np.array([got]).tobytes() == np.array([first + 0.0]).tobytes()
+        elif n_terms == 2:
+            counts[2] += 1
+            assert np.array([got]).tobytes() == np.array([lse_two]).tobytes()
+        else:
+            counts[3] += 1
+            assert np.isnan(lse_two)
+
+    for trial in range(600):
+        span = 3000.0 if trial < 300 else 60.0
+        base = rng.uniform(-span, 0, size=R)
+        thP, P = rng.uniform(-span, 0, size=(R, R)), rng.normal(size=(R, R))
         if trial % 3 == 0:   # ties: two equal terms in column 0 and in row 0
             base[1], thP[1, 0], P[1, 0] = base[0], thP[0, 0], P[0, 0]
             thP[0, 1], P[0, 1] = thP[0, 0] + base[0] - base[1], P[0, 0]
         c = rng.uniform(0, 50)
+        bound = (thP + c * P)
         cols = (base[:, None] + thP) + c * P
         K._top_two(base, thP, P, c, m1, m2)
         top = -np.sort(-cols, axis=0)
         assert np.array_equal(m1, top[0]) and np.array_equal(m2, top[1])
         K._argsort_desc(base, order)
         for b in range(R):
-            got = K._pruned_lse(base, thP[:, b], P[:, b], c, (thP + c * P)[:, b].max(), order, tmp)
-            if not m2[b] > m1[b] - K._CUT:
-                shortcut += 1
-                assert np.array([got]).tobytes() == np.array([m1[b] + 0.0]).tobytes()
+            got = K._pruned_lse(base, thP[:, b], P[:, b], c, bound[:, b].max(), order, tmp)
+            two = K._lse_of_two(base, thP[:, b], P[:, b], c, m1[b], m2[b]) if m2[b] > m1[b] - K._CUT else 0.0
+            check(got, two, m1[b], m2[b], np.sum(cols[:, b] > m1[b] - K._CUT))
         rows = (base[None, :] + thP) + c * P
         K._top_two(base, thP.T, P.T, c, m1, m2)
         top = -np.sort(-rows, axis=1)
         assert np.array_equal(m1, top[:, 0]) and np.array_equal(m2, top[:, 1])
         for a in range(R):
-            got = K._pruned_lse(base, thP[a], P[a], c, (thP + c * P).max(), order, tmp)
-            if not m2[a] > m1[a] - K._CUT:
-                shortcut += 1
-                assert np.array([got]).tobytes() == np.array([m1[a] + 0.0]).tobytes()
-    assert shortcut > 2000      # most sums of this regime take the shortcut
+            got = K._pruned_lse(base, thP[a], P[a], c, bound.max(), order, tmp)
+            two = K._lse_of_two(base, thP[a], P[a], c, m1[a], m2[a]) if m2[a] > m1[a] - K._CUT else 0.0
+            check(got, two, m1[a], m2[a], np.sum(rows[a] > m1[a] - K._CUT))
+    assert counts[1] > 2000 and counts[2] > 300 and counts[3] > 300, counts

@@ -340,8 +340,9 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     step costs multiplications and ``O(R)`` exp / log; an entry whose scaled sum falls
     below ``_TINY`` (its terms lost in ``E``) is recomputed exactly from ``thP + c P``: the
     step's two largest terms per entry first (:func:`_top_two`, one pass for all entries),
-    which is the answer where only the largest counts (warm states: almost everywhere), else
-    the sorted :func:`_pruned_lse`; either way the bits of the pruned sum.
+    which is the answer where only the largest counts (warm states: almost everywhere), then
+    :func:`_lse_of_two` where two count, else the sorted :func:`_pruned_lse`; each gives the
+    bits of the pruned sum.
     ``ex[t] = exp(la[t] - sc[t, 0])`` and ``fw[t] = exp(cm[t] + thU[t+1] + lb[t+1] -
     sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
     0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters.
@@ -377,6 +378,10 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 ranked = True
             if not m2[b] > m1[b] - _CUT:    # one term counts: the log-sum-exp is its value
                 la[t, b] = thU[t, b] + (m1[b] + 0.0)
+                continue
+            v = _lse_of_two(la[t - 1], thP[t - 1, :, b], P[t - 1, :, b], c, m1[b], m2[b])
+            if v == v:                      # two terms count
+                la[t, b] = thU[t, b] + v
                 continue
             if not sorted_:
                 _argsort_desc(la[t - 1], order)
@@ -418,6 +423,10 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 ranked = True
             if not m2[a] > m1[a] - _CUT:
                 lb[t, a] = m1[a] + 0.0
+                continue
+            v = _lse_of_two(wl, thP[t, a], P[t, a], c, m1[a], m2[a])
+            if v == v:
+                lb[t, a] = v
                 continue
             if not sorted_:
                 _argsort_desc(wl, order)
@@ -487,6 +496,24 @@ def _top_two(base, pot, slope, c, m1, m2):
             lo = min(m1[b], x)
             m1[b] = max(m1[b], x)
             m2[b] = max(m2[b], lo)
+
+
+@njit(cache=True)
+def _lse_of_two(base, pot, slope, c, m1, m2):
+    """:func:`_pruned_lse` of ``base[i] + pot[i] + c slope[i]`` when exactly two of its terms, the
+    two largest ``m1 >= m2`` (:func:`_top_two`), are within ``_CUT`` of the largest: the same
+    bits, as a sum of two terms does not depend on their order; NaN when more terms count."""
+    lo = m1 - _CUT
+    n = 0
+    for i in range(base.shape[0]):
+        if base[i] + pot[i] + c * slope[i] > lo:
+            n += 1
+    if n > 2:
+        return np.nan
+    s = 1.0 + (1.0 if m2 == m1 else np.exp(m2 - m1))
+    if s == 1.0:
+        return m1 + 0.0
+    return m1 + np.log(s)
 
 
 @njit(cache=True)

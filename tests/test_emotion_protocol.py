@@ -195,3 +195,45 @@ def test_the_unnormalised_sensitivity_table_trains_on_sum_w_l_with_agm_emotion_s
     assert agm.loss_space("weighted_zero_one").loss(y, pred)[0] == pytest.approx(5 / 6)
     est = agm._estimator("SSVM", "weighted_zero_one", 0.1, {"train_normalize": False}, 1, 0)
     assert est.loss.normalize is False
+
+
+def test_the_converged_table_runs_every_fit_to_a_certified_gap_or_its_cap():
+    """agm_emotion_converged: agm_emotion's settings with the caps as both budgets, AGM's objective by
+    GBCFW on the exact game (its primal is the exact game objective, its dual a true lower
+    bound), lam = 0 dropped, and each fit's gap / primal and passes recorded: below rtol, or the
+    cap reached; the budget table's settings are untouched."""
+    import yaml
+    from pathlib import Path
+
+    from structpred.estimators import M4N
+    from structpred.experiments.registry import get
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    base, conv = get("agm_emotion"), get("agm_emotion_converged")
+    assert conv.beside == "agm_emotion" and conv.references_of == "agm_emotion"
+    assert {m for _, m, _ in conv.jobs(config)} == {"AGM", "SSVM", "CRF"}
+    s = conv.settings(config, "ck", "SSVM")
+    assert s["n_passes"] == s["cv_passes"] == config["agm_emotion_converged"]["max_passes"]["SSVM"]
+    assert s["options"] == {"steps": "pairwise", "sampling": "gap", "block_steps": 5}
+    assert "rtol" not in base.settings(config, "ck", "SSVM")      # finished agm_emotion jobs stay valid
+    assert agm.method_lambdas("AGM", [0.1, 0], certified=True) == [0.1]
+
+    X = edge_sequences(seed=3)
+    rng = np.random.default_rng(3)
+    Y = [rng.integers(0, agm.N_LABELS, size=n) for n in np.diff(X.offsets)]
+    settings = {**s, "rtol": 1e-3, "eval_every": 10}
+    est = agm._estimator("AGM", "absolute", 0.1, {**settings, "options": {}}, 60, 0)
+    assert isinstance(est, M4N) and est.game == "exact" and est.rtol == 1e-3 and est.eval_every == 10
+    cases = {"AGM": 30, "SSVM": 400, "CRF": 400}
+    for method, cap in cases.items():
+        opts = settings["options"] if method == "SSVM" else {}
+        res = agm.fit_and_score(method, 0.1, (X, Y), (X, Y), ["absolute", "zero_one"],
+                                {**settings, "options": opts}, seed=0, n_passes=cap)
+        for loss in ("absolute", "zero_one"):
+            rel, passes = res[f"{loss}_rel_gap"], res[f"{loss}_passes"]
+            assert rel >= -1e-12 and 10 <= passes <= cap and passes % 10 == 0
+            assert rel <= 1e-3 or passes == cap, (method, loss, rel, passes)
+    # on this toy, SSVM and the CRF certify 1e-3 before their caps; AGM's GBCFW does not in 30 passes
+    assert res["absolute_passes"] < 400
+    agm_res = agm.fit_and_score("AGM", 0.1, (X, Y), (X, Y), ["absolute"], {**settings, "options": {}}, 0, n_passes=30)
+    assert agm_res["absolute_passes"] == 30 and agm_res["absolute_rel_gap"] > 1e-3

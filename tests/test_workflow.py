@@ -31,8 +31,9 @@ def test_paper_config_drysnakemake(workdir):
     # the sensitivity tables: Table 1's 10-bin ordinal rows again (3 sets x 3 methods x 14 splits), the
     # emotion table's AGM and SSVM again (2 x 20 splits)
     n_sensitivity = 3 * 3 * 14 + 2 * 20
-    # Table 1's multi-class and ordinal rows at certified convergence (12 sets x 3 methods x 14 splits)
-    n_converged = 12 * 3 * 14
+    # Table 1's multi-class and ordinal rows at certified convergence (12 sets x 3 methods x 14 splits),
+    # the emotion table at certified convergence (AGM, SSVM, CRF x 20 splits)
+    n_converged = 12 * 3 * 14 + 3 * 20
     # Casimir VOC Fig. 3: 20 classes x 5 methods x 9 seeds, on one candidate file per class; the
     # non-convex Figs. 4, 6, 7a-c: 20 classes x (4 + 2 + 3 + 4 + 3 runs) x 3 seeds on the same files
     n_voc = 20 * 5 * 9 + 20 * 16 * 3
@@ -41,7 +42,7 @@ def test_paper_config_drysnakemake(workdir):
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
                                  + n_converged + n_voc)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
-    assert counts["select_model"] == 4 + 2  # the emotion tables' lambda selection, once per method
+    assert counts["select_model"] == 4 + 2 + 3  # the emotion tables' lambda selection, once per method
     # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class and one per (figure,
     # class) of the non-convex figures, QS's USPS digit grid
     assert counts["curve_table"] == 4 and counts["curve_figure"] == 6 + 20 + 5 * 20
@@ -80,7 +81,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "figures/casimir_ner/fig5d.png", "tables/qs_robust.csv", "figures/qs_robust.png",
                  "tables/qs_usps.csv", "figures/qs_usps/digits.png", "tables/qs_movielens.csv",
                  "figures/qs_movielens.png", "tables/agm_srl.csv", "figures/agm_srl.png",
-                 "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv", "tables/casimir_voc.csv",
+                 "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv", "tables/agm_emotion_converged.csv", "tables/casimir_voc.csv",
                  "tables/casimir_voc_curves.csv", "figures/casimir_voc/aeroplane.png", "figures/casimir_voc/bicycle.png",
                  "tables/casimir_voc_nonconvex.csv", "figures/casimir_voc_nonconvex/fig4_aeroplane.png",
                  "figures/casimir_voc_nonconvex/fig7c_bicycle.png"]:
@@ -120,6 +121,13 @@ def test_smoke_workflow_end_to_end(smoke_local):
     # the sensitivity tables: the same contract, the base experiment's paper numbers beside them
     unnorm = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_unnormalised.csv")
     assert set(unnorm["method"]) == {"AGM"} and unnorm.loc[unnorm["metric"] == "zero_one", "reference"].eq(0.34).all()
+    conv = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_converged.csv").set_index(["method", "metric"])
+    assert set(conv.index.get_level_values(0)) == {"AGM", "SSVM", "CRF"} and conv.loc[("AGM", "zero_one"), "reference"] == 0.34
+    caps = {"AGM": 20, "SSVM": 40, "CRF": 40}      # config/smoke.yaml
+    for (method, metric), row in conv.iterrows():
+        if metric.endswith("_passes"):
+            assert 10 <= row["mean"] <= caps[method]
+            assert conv.loc[(method, metric.replace("_passes", "_rel_gap")), "mean"] >= 0
     binning = pd.read_csv(workdir / "reports" / "tables" / "m4n_binning.csv")
     assert set(binning["dataset"]) == {"machine"} and binning["reference"].notna().any()
 

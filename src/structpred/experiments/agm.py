@@ -104,13 +104,22 @@ def split_indices(arrays: dict[str, np.ndarray], split: int, n_train: int) -> tu
 
 
 def method_estimator(method: str, space, lam: float, settings: dict, n_passes: int, seed: int):
-    """The estimator of one of the AGM paper's methods on ``space`` (shared by both AGM tables):
+    """The estimator of one of the AGM paper's methods on ``space`` (shared by the AGM tables):
     AGM (AdaGrad on the game, ``settings["game"]``), AGM-SPMP (the same with SP-MP), M4N (GBCFW),
-    SSVM (BCFW on the hinge), CRF (SDCA)."""
+    SSVM (BCFW on the hinge), CRF (SDCA).  With ``settings["rtol"]`` (the converged table) every
+    fit stops at its first evaluated pass (every ``eval_every``) whose certified duality gap is
+    ``<= rtol * primal``, ``settings["options"]`` are more estimator arguments, and AGM's
+    objective is minimised by GBCFW on its exact game (:class:`~structpred.estimators.M4N` with
+    ``game="exact"``), whose dual certifies the gap (AdaGrad has none)."""
     from structpred.estimators import AGM, CRF, M3N, M4N
 
     common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,
               "eval_every": n_passes}
+    if settings.get("rtol") is not None:
+        common.update(rtol=settings["rtol"], eval_every=min(settings["eval_every"], n_passes),
+                      **settings.get("options", {}))
+        if method == "AGM":
+            return M4N(**common, game="exact")
     if method in PRIMAL_METHODS:
         return AGM(**common, step=settings["adagrad_step"], n_iter_oracle=settings["oracle_iterations"],
                    game="spmp" if method == "AGM-SPMP" else settings["game"],
@@ -132,7 +141,9 @@ def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int
 def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, seed: int,
                   n_passes: int | None = None) -> dict[str, float]:
     """Test losses of ``method`` with regularisation ``lam`` for each loss in ``losses``
-(:func:`test_losses`: the per-sequence mean and the node-wise pooled value).
+    (:func:`test_losses`: the per-sequence mean and the node-wise pooled value); with
+    ``settings["rtol"]`` also each fit's certified ``<loss>_rel_gap`` (gap / primal at its last
+    pass) and ``<loss>_passes``.
 
     The CRF is fitted once and decoded per loss (Bayes decoding with that loss's node
     matrix); the other methods are fitted once per loss.  ``n_passes``: default the final fit's.
@@ -144,17 +155,26 @@ def fit_and_score(method: str, lam: float, train, test, losses, settings: dict, 
         est = _estimator("CRF", losses[0], lam, settings, n_passes, seed).fit(X_tr, y_tr)
         marg = est.predict_proba(X_te)
         for loss in losses:
-            out.update(test_losses(loss, y_te, loss_space(loss).bayes_decode(marg)))
+            out.update(test_losses(loss, y_te, loss_space(loss).bayes_decode(marg)), **_convergence(est, loss, settings))
         return out
     for loss in losses:
         est = _estimator(method, loss, lam, settings, n_passes, seed).fit(X_tr, y_tr)
-        out.update(test_losses(loss, y_te, est.predict(X_te)))
+        out.update(test_losses(loss, y_te, est.predict(X_te)), **_convergence(est, loss, settings))
     return out
 
 
-def method_lambdas(method: str, lambdas) -> list[float]:
-    """The grid a method searches: ``lam = 0`` only for the primal methods."""
-    return [float(lam) for lam in lambdas if lam > 0 or method in PRIMAL_METHODS]
+def _convergence(est, loss: str, settings: dict) -> dict[str, float]:
+    """``{<loss>_rel_gap, <loss>_passes}`` of a fit of the converged table (else nothing)."""
+    if settings.get("rtol") is None:
+        return {}
+    last = est.history_.iloc[-1]
+    return {f"{loss}_rel_gap": float(last["gap"]) / abs(float(last["primal"])), f"{loss}_passes": float(last["pass"])}
+
+
+def method_lambdas(method: str, lambdas, certified: bool = False) -> list[float]:
+    """The grid a method searches: ``lam = 0`` only for the primal methods (``certified``: none,
+    every solver is then a dual one)."""
+    return [float(lam) for lam in lambdas if lam > 0 or (method in PRIMAL_METHODS and not certified)]
 
 
 def validation_folds(n: int, validation: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -179,7 +199,7 @@ def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, s
     from structpred.experiments.seeding import int_seed
 
     train, _ = split_indices(arrays, 0, settings["n_train"])
-    grid = method_lambdas(method, settings["lambdas"])
+    grid = method_lambdas(method, settings["lambdas"], settings.get("rtol") is not None)
     if not grid:
         raise ConfigError(f"{method} has no lambda to try: the dual solvers need lam > 0")
     losses = list(settings["losses"])
@@ -217,7 +237,7 @@ def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: di
     for lam, losses in by_lam.items():
         res = fit_and_score(method, lam, train, test, losses, settings, int_seed(seed, "agm_emotion", method, split))
         for loss in losses:
-            for metric in (loss, f"{loss}_nodewise"):
+            for metric in (m for m in (loss, f"{loss}_nodewise", f"{loss}_rel_gap", f"{loss}_passes") if m in res):
                 rows.append({"experiment": experiment, "task": "emotion", "dataset": DATASET, "method": method,
                              "split": split, "lam": lam, "selected": True, "metric": metric, "value": res[metric]})
     return rows
@@ -295,3 +315,37 @@ class EmotionUnnormalised(EmotionTable):
 
     def settings(self, config, dataset, method):
         return {**super().settings(config, dataset, method), "train_normalize": False}
+
+
+@register
+class EmotionConverged(EmotionTable):
+    """AGM Table 1 with every fit run until its certified duality gap is ``<= rtol * primal`` (or
+    ``max_passes[method]`` passes; both recorded per fit as ``<loss>_rel_gap`` and
+    ``<loss>_passes``), the same lambda selection, beside the paper-budget table: AGM's objective
+    by GBCFW on its exact game, SSVM by BCFW, CRF by SDCA; every other setting from
+    ``agm_emotion``."""
+
+    name = "agm_emotion_converged"
+    title = "AGM (NeurIPS 2018) Table 1 at certified convergence, beside the paper's budget"
+    references_of = "agm_emotion"
+    beside = "agm_emotion"
+
+    def block(self, config: dict) -> dict:
+        return {**config["agm_emotion"], **config[self.name]}
+
+    def settings(self, config, dataset, method):
+        own = config[self.name]
+        cap = own["max_passes"][method]
+        return {**super().settings(config, dataset, method), "cv_passes": cap, "n_passes": cap,
+                "rtol": own["rtol"], "eval_every": own["eval_every"],
+                "options": dict(own.get("options", {}).get(method) or {})}
+
+    def tests(self, selected):
+        """The paired tests of the test losses (not of the gaps and passes)."""
+        losses = [m for loss in LOSSES for m in (loss, f"{loss}_nodewise")]
+        return super().tests(selected[selected["metric"].isin(losses)])
+
+    def page(self, table, tests, others):
+        from structpred.experiments.agm_report import render_emotion_converged
+
+        return render_emotion_converged(table, tests, *others.get(self.beside, (None, None)))

@@ -105,3 +105,43 @@ def emotion_figure(table: pd.DataFrame, path) -> None:
     save_figure(fig, path)
 
 
+
+
+def render_emotion_converged(table: pd.DataFrame, tests: pd.DataFrame, budget: pd.DataFrame | None,
+                             budget_tests: pd.DataFrame | None) -> str:
+    """AGM Table 1 at certified convergence beside the paper's budget (``budget``: ``agm_emotion``'s
+    table, ``None`` when the report lacks it): a row per loss, per method the test loss after the
+    budget and after convergence (bold: best or not significantly worse, each under its own
+    tests) with the selected fits' mean relative gap and passes."""
+    def rows_of(t):
+        return {} if t is None else {(r.metric, r.method): r for r in t.itertuples()}
+
+    now, old = rows_of(table), rows_of(budget)
+    bolds, old_bolds = bold_of(tests), bold_of(budget_tests) if budget_tests is not None else {}
+    present = list(dict.fromkeys(table.loc[table["metric"].isin(list(EMOTION_LOSSES)), "method"]))
+    methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
+    head = "".join(f"<th>{html.escape(m)}<br>budget</th><th>{html.escape(m)}<br>converged</th>" for m in methods)
+    out = [f"<table><tr><th class=l>loss</th>{head}</tr>"]
+    for metric, label in EMOTION_LOSSES.items():
+        cells = []
+        for m in methods:
+            key = (metric, m)
+            b = old.get(key)
+            cells.append(f"<td>{fmt(b.mean)}</td>" if b is None or not old_bolds.get((b.task, b.dataset, metric, m))
+                         else f"<td><b>{fmt(b.mean)}</b></td>")
+            if key not in now:
+                cells.append("<td>–</td>")
+                continue
+            r = now[key]
+            gap, passes = now.get((f"{metric}_rel_gap", m)), now.get((f"{metric}_passes", m))
+            note = (f"<br><span class=paper>gap/primal {gap.mean:.1e}, {passes.mean:.0f} passes</span>"
+                    if gap is not None and passes is not None else "")
+            value = f"{fmt(r.mean)} ± {fmt(r.std)}"
+            if bolds.get((r.task, r.dataset, metric, m)):
+                value = f"<b>{value}</b>"
+            cells.append(f"<td>{value}{note}</td>")
+        out.append(f"<tr><td class=l>{label}</td>{''.join(cells)}</tr>")
+    out.append("</table>")
+    out.append("<p>AGM's objective is minimised here by GBCFW on its exact game (the dual gives the certified "
+               "gap; AdaGrad, the budget column's solver, has none).</p>")
+    return "\n".join(out)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.report.figures import save_figure
-from structpred.report.html import bold_of, cell, fmt, paper_note
+from structpred.report.html import bold_of, cell, convergence_note, fmt, paper_note
 
 #: AGM Table 1's losses in the paper's row order: metric -> label
 EMOTION_LOSSES = {
@@ -105,8 +105,6 @@ def emotion_figure(table: pd.DataFrame, path) -> None:
     save_figure(fig, path)
 
 
-
-
 def render_emotion_converged(table: pd.DataFrame, tests: pd.DataFrame, budget: pd.DataFrame | None,
                              budget_tests: pd.DataFrame | None) -> str:
     """AGM Table 1 at certified convergence beside the paper's budget (``budget``: ``agm_emotion``'s
@@ -133,9 +131,8 @@ def render_emotion_converged(table: pd.DataFrame, tests: pd.DataFrame, budget: p
                 cells.append("<td>–</td>")
                 continue
             r = now[key]
-            gap, passes = now.get((f"{metric}_rel_gap", m)), now.get((f"{metric}_passes", m))
-            note = (f"<br><span class=paper>gap/primal {gap.mean:.1e}, {passes.mean:.0f} passes</span>"
-                    if gap is not None and passes is not None else "")
+            gap, passes = (now.get((f"{metric}_{kind}", m)) for kind in ("rel_gap", "passes"))
+            note = convergence_note(None if gap is None else gap.mean, None if passes is None else passes.mean)
             value = f"{fmt(r.mean)} ± {fmt(r.std)}"
             if bolds.get((r.task, r.dataset, metric, m)):
                 value = f"<b>{value}</b>"

@@ -8,7 +8,7 @@ import pandas as pd
 
 from structpred.experiments.m4n import parse_table2_method, table2_method
 from structpred.report.figures import save_figure
-from structpred.report.html import cell, fmt
+from structpred.report.html import cell, convergence_note, fmt
 
 
 def m4n_pairs(methods) -> list[tuple[str, str]]:
@@ -85,8 +85,7 @@ def render_converged(table: pd.DataFrame, tests: pd.DataFrame, budget: pd.DataFr
             if key not in loss:
                 cells.append("<td>–</td>")
                 continue
-            note = (f"<br><span class=paper>gap/primal {rel[key].mean:.1e}, {passes[key].mean:.0f} passes</span>"
-                    if key in rel and key in passes else "")
+            note = convergence_note(rel[key].mean if key in rel else None, passes[key].mean if key in passes else None)
             cells.append(f"<td>{fmt(loss[key].mean, percent)} ± {fmt(loss[key].std, percent)}{note}</td>")
         out.append(f"<tr><td class=l>{task}</td><td class=l>{dataset}</td>{''.join(cells)}"
                    f"<td>{_p_value(budget_tests, task, dataset)}</td><td>{_p_value(tests, task, dataset)}</td></tr>")

@@ -47,6 +47,14 @@ def paper_note(mean, reference, percent: bool = False) -> str:
             f" <span class=diff>Δ {'+' if delta >= 0 else '−'}{fmt(abs(delta), percent)}</span>")
 
 
+def convergence_note(rel_gap, passes) -> str:
+    """The certified gap / primal and the passes a converged fit reached, beneath a cell; empty
+    without them."""
+    if rel_gap is None or passes is None:
+        return ""
+    return f"<br><span class=paper>gap/primal {rel_gap:.1e}, {passes:.0f} passes</span>"
+
+
 def cell(row: pd.Series, percent: bool = False, bold: bool = False) -> str:
     """``mean ± std`` of a table row, bold if asked, with the paper's number beneath."""
     ours = f"{fmt(row['mean'], percent)} ± {fmt(row['std'], percent)}"

@@ -433,6 +433,26 @@ def test_gbcfw_chain_bounds_and_cvxpy():
     assert ref - 1e-7 <= up and lo <= h[-1]["primal"]
 
 
+def test_gbcfw_line_search_on_chains():
+    """GBCFW with the exact line search (the chain's min-loss lines, one block per node): the
+    dual never decreases, the bounds stay certified, and it ends far closer than the fixed step
+    with the same oracle (warm start mixed with 1% uniform: with 10% the oracle's error floors both)."""
+    X, Y, _ = problem(0)
+    ref, _ = m4n_reference(0)
+    runs = {step: gbcfw(MaxMinMargin(Chain(R), n_iter=50, warm_mix=0.01), X, Y, LAM, n_passes=100, random_state=0,
+                        step=step, eval_every=1 if step == "line_search" else 100)
+            for step in ("line_search", "fixed")}
+    h = runs["line_search"].history
+    duals = [r["dual"] for r in h]
+    assert all(b >= a - 1e-13 for a, b in zip(duals, duals[1:]))
+    assert all(r["dual"] <= ref + 1e-7 and r["primal"] >= ref - 1e-7 for r in h)
+    fixed = runs["fixed"].history[-1]
+    # measured after 100 passes: gap 1.2e-4, dual 4.0e-5 below the optimum; fixed step 1.5e-3, 1.5e-4
+    assert h[-1]["gap"] < fixed["gap"] / 5
+    assert ref - h[-1]["dual"] < (ref - fixed["dual"]) / 2
+    check_marginals(Chain(R), runs["line_search"].mu, 1e-10)
+
+
 def test_adagrad_maxmin_minimises_the_m4n_objective():
     sp = Chain(R)
     X, Y, _ = problem(0)

@@ -20,6 +20,7 @@ from structpred.outputs import (
     LossAugmented,
     Marginals,
     MaxMin,
+    MinLossLines,
     Multiclass,
     Permutation,
     TopK,
@@ -95,6 +96,12 @@ def test_space_conforms(name, factory, size):
         np.testing.assert_allclose(space.linear_loss(y, m), q @ L[truth] - a, atol=1e-12)
         np.testing.assert_allclose(space.min_loss(m), np.min(L @ q) - a, atol=1e-12)
         assert _same(space.bayes_decode(m), Y[int(np.argmin(q @ L))])
+    if isinstance(space, MinLossLines):
+        d = np.random.default_rng(2).dirichlet(np.ones(len(Y))) @ E - m
+        p, qs, starts = space.min_loss_lines(m, d)
+        for g in (0.0, 0.4, 1.0):
+            lines = sum(np.min(p[a:b] + g * qs[a:b]) for a, b in zip(starts[:-1], starts[1:]))
+            assert abs(lines - float(np.atleast_1d(space.min_loss(m + g * d))[0])) < 1e-12
     if isinstance(space, MaxMin):
         exact = maxmin_by_lp(E, L, v) - space.loss_offset
         res = space.max_min(v, n_iter=200)

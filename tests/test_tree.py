@@ -109,7 +109,7 @@ def test_oracles_vs_enumeration(loss, weights):
 def test_capabilities_and_no_top_k():
     sp = Tree(3)
     assert capabilities(sp) == ["loss-augmented decoding", "marginals", "max-min", "exact max-min game",
-                                "affine loss", "loss-trick decoding"]
+                                "affine loss", "min-loss lines", "loss-trick decoding"]
     assert not hasattr(sp, "top_k")
 
 

@@ -152,15 +152,19 @@ class M4N(_LinearStructured):
     primal's evaluation (default ``n_iter_oracle``; more gives a tighter upper bound).
     ``game``: ``"spmp"`` (M4N) or ``"exact"`` (AGM §3.2's exact game to a certified gap
     ``oracle_tol``, on chains and trees): GBCFW then minimises AGM's objective with a certified
-    duality gap, which AdaGrad does not give.
+    duality gap, which AdaGrad does not give.  ``step``: GBCFW's step, ``"fixed"`` (the paper's
+    ``2n / (t + 2n)``) or ``"line_search"`` (the dual's maximiser on each segment; multiclass,
+    chains and trees).
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
                  warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, game="spmp",
-                 oracle_tol=1e-9, rtol=None, random_state=None, verbose=False, n_labels=None, eval_every=1):
+                 oracle_tol=1e-9, step="fixed", rtol=None, random_state=None, verbose=False, n_labels=None,
+                 eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
+        self.step = step
         self.game = game
         self.oracle_tol = oracle_tol
         self.rtol = rtol
@@ -179,7 +183,7 @@ class M4N(_LinearStructured):
                             tol=self.oracle_tol)
 
     def _rule(self, surrogate):
-        return GBCFW(surrogate)
+        return GBCFW(surrogate, step=self.step)
 
 
 class CRF(_LinearStructured):

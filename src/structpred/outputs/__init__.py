@@ -11,6 +11,7 @@ from structpred.outputs.base import (
     Marginals,
     MaxMin,
     MaxMinResult,
+    MinLossLines,
     OutputSpace,
     StatisticDecoding,
     TopK,
@@ -96,5 +97,5 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
 
 
 __all__ = ["AffineLoss", "Candidates", "Cauchy", "Chain", "ExactMaxMin", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
-           "MaxMin", "MaxMinResult", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "Pick", "SPACE_NAMES", "StatisticDecoding", "TopK",
+           "MaxMin", "MaxMinResult", "MinLossLines", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "Pick", "SPACE_NAMES", "StatisticDecoding", "TopK",
            "Tree", "TreeArray", "WeightedDecoding", "capabilities", "make_space", "require"]

@@ -15,7 +15,8 @@ import numpy as np
 from numba import njit
 
 from structpred.features.joint import _rank1, _scores
-from structpred.outputs._multiclass_kernels import loss_augmented, spmp
+from structpred.outputs._multiclass_kernels import loss_augmented, matvec, spmp
+from structpred.solvers.line_search import envelope_step
 
 
 @njit(cache=True)
@@ -149,8 +150,11 @@ def _mix_uniform(lz, eps):
 
 
 @njit(cache=True)
-def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix):
-    """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``).
+def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix, xnorm2,
+               line_search):
+    """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``, or with
+    ``line_search`` the dual's maximiser on the segment: :func:`envelope_step` on the lines
+    ``A mu_i + g A (s - mu_i)``, ``g0 = v.(s - mu_i)``, ``curv = ||x_i||^2 ||s - mu_i||^2 / (lam n)``).
 
     The max-min oracle is SP-MP with ``n_iter`` iterations (M4N Algorithm 2); with
     ``warm`` it starts from the per-sample state ``(LMU[i], LNU[i])`` (log of the last
@@ -164,6 +168,10 @@ def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU
     mubar = np.empty(k)
     nubar = np.empty(k)
     work = np.empty((6, k))
+    dvec = np.empty(k)
+    pl = np.empty(k)
+    ql = np.empty(k)
+    starts = np.array([0, k], dtype=np.int64)
     scale = 1.0 / (lam * n)
     logk = -np.log(k)
     t = t0
@@ -179,7 +187,18 @@ def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU
         if warm and warm_mix > 0.0:
             _mix_uniform(LMU[i], warm_mix)
             _mix_uniform(LNU[i], warm_mix)
-        gamma = 2.0 * n / (t + 2.0 * n)
+        if line_search:
+            g0 = 0.0
+            nrm = 0.0
+            for j in range(k):
+                dvec[j] = mubar[j] - mu[i, j]
+                g0 += v[j] * dvec[j]
+                nrm += dvec[j] * dvec[j]
+            matvec(A, kind, mu[i], pl)
+            matvec(A, kind, dvec, ql)
+            gamma = envelope_step(pl, ql, starts, g0, xnorm2[i] * nrm * scale)
+        else:
+            gamma = 2.0 * n / (t + 2.0 * n)
         for j in range(k):
             coef[j] = gamma * scale * (mu[i, j] - mubar[j])
         _rank1(X, i, W, coef)
@@ -296,10 +315,10 @@ class MulticlassPasses:
         return bcfw_pass(self.X, self.y, self.A, W, mu, lam, order, self.xnorm2, t0, averaging, W_avg, ell, ell_avg,
                          gaps, True, block_steps)
 
-    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate):
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search=False):
         s = surrogate
         return gbcfw_pass(self.X, self.y, self.A, self.kind, self.eta, W, mu, lam, order, t0, s.n_iter,
-                          s.warm_start, s.LMU, s.LNU, s.gaps, s.warm_mix)
+                          s.warm_start, s.LMU, s.LNU, s.gaps, s.warm_mix, self.xnorm2, line_search)
 
     def sdca_pass(self, W, mu, lam, order):
         sdca_pass(self.X, self.y, W, mu, lam, order, self.xnorm2)

@@ -322,10 +322,22 @@ class ExactMaxMin(ABC):
     def max_min_exact(self, v, warm=None, tol: float = 1e-9, max_iter: int = 1000) -> MaxMinResult: ...
 
 
+class MinLossLines(ABC):
+    """The M4N dual's concave term along a segment as a sum of lower envelopes of lines:
+    ``min_loss(mu + g d) = sum_b min_{l in block b} (p_l + g q_l)`` for every ``g``, with
+    ``p = (A mu)`` and ``q = (A d)`` blocked by ``starts`` (block ``b``: ``starts[b]:starts[b+1]``);
+    a loss whose adversary decomposes over the output's parts (one block per part).  GBCFW's
+    exact line search (:func:`structpred.solvers.line_search.envelope_step`) maximises it."""
+
+    @abstractmethod
+    def min_loss_lines(self, mu, d) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(p, q, starts)`` for one dual block ``mu`` and one direction ``d`` (float64, int64)."""
+
+
 #: capability name -> class, for messages and :func:`capabilities`
 CAPABILITIES = {"loss-augmented decoding": LossAugmented, "top-K": TopK, "marginals": Marginals,
                 "max-min": MaxMin, "exact max-min game": ExactMaxMin, "affine loss": AffineLoss,
-                "loss-trick decoding": WeightedDecoding}
+                "min-loss lines": MinLossLines, "loss-trick decoding": WeightedDecoding}
 
 
 def has(space, capability) -> bool:

@@ -30,6 +30,7 @@ from structpred.outputs.base import (
     Marginals,
     MaxMin,
     MaxMinResult,
+    MinLossLines,
     OutputSpace,
     TopK,
 )
@@ -37,7 +38,8 @@ from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NODE_LOSSES, NodeLoss, node_loss_matrix
 
 
-class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss):
+class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss,
+            MinLossLines):
     """Sequences over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters

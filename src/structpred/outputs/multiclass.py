@@ -17,6 +17,7 @@ from structpred.outputs.base import (
     Marginals,
     MaxMin,
     MaxMinResult,
+    MinLossLines,
     OutputSpace,
     TopK,
     as_int_labels,
@@ -34,7 +35,7 @@ def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
     return v2, single
 
 
-class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss):
+class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss, MinLossLines):
     """Finite output set ``{0, ..., k-1}`` with an arbitrary loss matrix.
 
     Parameters
@@ -145,6 +146,11 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss
     def min_loss(self, mu) -> np.ndarray:
         """``min_y' phi(y')^T A mu_i`` row-wise (the concave part of the M4N dual)."""
         return np.min(np.atleast_2d(mu) @ self.loss_matrix.T, axis=1)
+
+    def min_loss_lines(self, mu, d):
+        """``min_y' (A (mu + g d))_y'``: one block of ``k`` lines, ``p = A mu``, ``q = A d``."""
+        A = self.loss_matrix
+        return A @ np.asarray(mu, dtype=np.float64), A @ np.asarray(d, dtype=np.float64), np.array([0, self.k])
 
     # --- oracles ----------------------------------------------------------------------
     def entropy(self, mu) -> np.ndarray:

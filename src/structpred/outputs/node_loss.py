@@ -171,6 +171,15 @@ class NodeLoss:
         """``min_y' phi(y')^T A mu = sum_t w_t min_i (C mu_t)[i]`` (the nodes are independent)."""
         return float(self.position_weights(Mu.shape[0]) @ np.min(Mu @ self.node_loss.T, axis=1))
 
+    def min_loss_lines(self, mu, d):
+        """``min_loss(mu + g d) = sum_t min_i w_t (C (Mu_t + g D_t))[i]``: one block of ``R`` lines per
+        node (unary parts ``Mu``, ``D`` of ``mu``, ``d``; weights as :meth:`min_loss`)."""
+        Mu, D = self.split(mu)[0], self.split(d)[0]
+        w = self.position_weights(Mu.shape[0])[:, None]
+        C = self.node_loss
+        return ((w * (Mu @ C.T)).ravel(), (w * (D @ C.T)).ravel(),
+                np.arange(0, Mu.size + 1, self.R, dtype=np.int64))
+
     def _bayes_nodes(self, Mu) -> np.ndarray:
         """``argmin_y' sum_t w_t sum_i Mu[t, i] C[i, y'_t]``: per node (positive weights)."""
         return np.argmin(Mu @ self.node_loss, axis=1).astype(np.int64)

@@ -41,6 +41,7 @@ from structpred.outputs.base import (
     Marginals,
     MaxMin,
     MaxMinResult,
+    MinLossLines,
     OutputSpace,
 )
 from structpred.outputs.batch import is_ragged
@@ -107,7 +108,7 @@ def _attach(values, parents) -> TreeArray:
     return a
 
 
-class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin, AffineLoss):
+class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin, AffineLoss, MinLossLines):
     """Labelled trees over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters

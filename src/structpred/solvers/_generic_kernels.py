@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from structpred.solvers.line_search import envelope_step
+
 
 @njit(cache=True)
 def _sdca_step(mu, d, c, a, b):
@@ -165,16 +167,23 @@ class GenericKernels:
             t += 1
         return t
 
-    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate):
-        """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``) with the max-min
-        surrogate's warm-started oracle (:meth:`MaxMinMargin.oracle`)."""
-        fm = self.fmap
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search=False):
+        """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``, or with ``line_search`` the
+        dual's maximiser on the segment, :func:`envelope_step`) with the max-min surrogate's
+        warm-started oracle (:meth:`MaxMinMargin.oracle`)."""
+        sp, fm = self.space, self.fmap
         n = fm.n
         scale = 1.0 / (lam * n)
         t = t0
         for i in order:
-            res = surrogate.oracle(i, fm.score(i, W))
-            gamma = 2.0 * n / (t + 2.0 * n)
+            v = fm.score(i, W)
+            res = surrogate.oracle(i, v)
+            if line_search:
+                d = res.mu - mu[i]
+                p, q, starts = sp.min_loss_lines(mu[i], d)
+                gamma = envelope_step(p, q, starts, float(v @ d), fm.norm2(i, d) * scale)
+            else:
+                gamma = 2.0 * n / (t + 2.0 * n)
             fm.add(i, W, (gamma * scale) * (mu[i] - res.mu))
             mu[i] *= 1.0 - gamma
             mu[i] += gamma * res.mu

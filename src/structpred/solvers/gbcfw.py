@@ -5,16 +5,24 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.outputs.base import MinLossLines, require
 from structpred.solvers.driver import SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import MaxMinMargin
+
+
+#: the step sizes of :class:`GBCFW`
+STEPS = ("fixed", "line_search")
 
 
 class GBCFW(StepRule):
     """Minimise ``(1/n) sum_i S_maxmin(v_i, y_i) + lam/2 ||W||^2`` (M4N eq. 3, 10).
 
     Each step calls the surrogate's SP-MP oracle on the next sample (warm started from its
-    state, see :class:`MaxMinMargin`) and moves the dual block with step ``2n / (t + 2n)``.
+    state, see :class:`MaxMinMargin`) and moves the dual block with step ``2n / (t + 2n)``
+    (``step="fixed"``, the paper's) or with the step that maximises the dual on the segment
+    (``step="line_search"``: :func:`structpred.solvers.line_search.envelope_step`, for spaces
+    with min-loss lines; the dual then never decreases).
 
     Objectives: ``primal`` (with the SP-MP upper bound of each max-min value, ``n_iter_eval``
     iterations from copies of the warm states), ``primal_lower`` (the lower bound), ``dual``
@@ -25,20 +33,26 @@ class GBCFW(StepRule):
 
     name = "GBCFW"
 
-    def __init__(self, surrogate: MaxMinMargin):
+    def __init__(self, surrogate: MaxMinMargin, step: str = "fixed"):
         if not isinstance(surrogate, MaxMinMargin):
             raise StructpredError(f"GBCFW minimises the max-min margin surrogate (MaxMinMargin), got {surrogate!r}")
+        if step not in STEPS:
+            raise StructpredError(f"step must be one of {STEPS}, got {step!r}")
         super().__init__(surrogate)
+        self.step = step
 
     def init(self, problem) -> None:
         super().init(problem)
+        if self.step == "line_search":
+            require(problem.space, MinLossLines, "GBCFW's line search")
         self.kernels = problem.pass_kernels()
         self.mu = problem.init_dual()
         self.surrogate.init_state(problem.n)
         self.t = 0
 
     def epoch(self, order) -> None:
-        self.t = self.kernels.gbcfw_pass(self.W, self.mu, self.problem.lam, order, self.t, self.surrogate)
+        self.t = self.kernels.gbcfw_pass(self.W, self.mu, self.problem.lam, order, self.t, self.surrogate,
+                                         self.step == "line_search")
         self.oracle_calls += len(order)
 
     def objectives(self) -> dict:
@@ -57,10 +71,10 @@ class GBCFW(StepRule):
 
 
 def gbcfw(surrogate: MaxMinMargin, X, y, lam, n_passes=50, random_state=None, X_val=None, y_val=None,
-          tol=None, time_budget=None, verbose=False, eval_every=1) -> SolverResult:
+          tol=None, time_budget=None, verbose=False, eval_every=1, step="fixed") -> SolverResult:
     """:class:`GBCFW` on ``(X, y)`` through the driver; the oracle's settings (iterations, warm
     start and its mix, evaluation iterations) are the surrogate's."""
-    rule = GBCFW(surrogate)
+    rule = GBCFW(surrogate, step=step)
     problem = check_problem(surrogate.space, X, y, lam)
     return run(rule, problem, n_passes=n_passes, random_state=random_state, eval_every=eval_every,
                tol=tol, time_budget=time_budget, X_val=X_val, y_val=y_val, verbose=verbose)

@@ -9,7 +9,7 @@ from scipy.optimize import linprog
 
 from structpred.errors import StructpredError
 from structpred.estimators import AGM
-from structpred.outputs import Chain, Tree, TreeArray, capabilities
+from structpred.outputs import Chain, Multiclass, Tree, TreeArray, capabilities
 from structpred.outputs import _game_kernels as GK
 from structpred.outputs.node_loss import GAME_LOSSES
 from structpred.surrogates import MaxMinMargin
@@ -211,8 +211,10 @@ def test_unsupported_losses_and_bad_input():
         with pytest.raises(StructpredError, match="zero_one.*absolute.*squared") as err:
             call()
         assert "\n" not in str(err.value)
-    with pytest.raises(StructpredError, match="exact max-min game"):
-        AGM(game="exact", n_passes=1).fit(np.ones((6, 2)), np.arange(6) % 2)       # multiclass
+    dense = Multiclass(np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [3.0, 1.0, 0.0]]))
+    with pytest.raises(StructpredError, match="exact max-min game.*zero-one and absolute"):
+        AGM(loss=dense, game="exact", n_passes=1).fit(np.ones((6, 2)), np.arange(6) % 3)   # multiclass, dense loss
+    AGM(game="exact", n_passes=1).fit(np.ones((6, 2)), np.arange(6) % 2)     # zero-one: the closed form
     with pytest.raises(StructpredError, match="game must be one of spmp, exact"):
         AGM(loss=Chain(R), game="nash", n_passes=1).fit([np.ones((4, 2))], [np.zeros(4, int)])
     sp = Chain(R)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from structpred.outputs._game_kernels import ABSOLUTE, ZERO_ONE, node_game
+
 KIND_DENSE = 0
 KIND_ZERO_ONE = 1
 KIND_ABSOLUTE = 2
@@ -188,3 +190,33 @@ def min_loss(A, kind, mu, tmp):
         if tmp[j] < m:
             m = tmp[j]
     return m
+
+
+@njit(cache=True)
+def exact_game(v, A, kind, order, mu, nu, tmp):
+    """``max_mu min_j (A mu)_j + v^T mu`` exactly for the zero-one and absolute losses: AGM's node
+    game (:func:`structpred.outputs._game_kernels.node_game`, weight 1) writes a maximiser to
+    ``mu``; ``nu`` gets the best response ``e_j``, ``j = argmin_j (A mu)_j``.  Returns ``(value
+    of mu, closed-form value)``: a lower and an upper bound equal up to rounding."""
+    upper = node_game(v, 1.0, ZERO_ONE if kind == KIND_ZERO_ONE else ABSOLUTE, order, mu)
+    matvec(A, kind, mu, tmp)
+    j = 0
+    for i in range(1, tmp.shape[0]):
+        if tmp[i] < tmp[j]:
+            j = i
+    nu[:] = 0.0
+    nu[j] = 1.0
+    lower = tmp[j]
+    for i in range(v.shape[0]):
+        lower += v[i] * mu[i]
+    return lower, upper
+
+
+@njit(cache=True)
+def exact_game_batch(V, A, kind, MU, NU, LOWER, UPPER):
+    """:func:`exact_game` on each row of ``V``."""
+    k = V.shape[1]
+    order = np.empty(k, dtype=np.int64)
+    tmp = np.empty(k)
+    for i in range(V.shape[0]):
+        LOWER[i], UPPER[i] = exact_game(V[i], A, kind, order, MU[i], NU[i], tmp)

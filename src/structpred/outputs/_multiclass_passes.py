@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from structpred.features.joint import _rank1, _scores
-from structpred.outputs._multiclass_kernels import loss_augmented, matvec, spmp
+from structpred.outputs._multiclass_kernels import exact_game, loss_augmented, matvec, spmp
 from structpred.solvers.line_search import envelope_step
 
 
@@ -151,14 +151,15 @@ def _mix_uniform(lz, eps):
 
 @njit(cache=True)
 def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix, xnorm2,
-               line_search):
+               line_search, exact):
     """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``, or with
     ``line_search`` the dual's maximiser on the segment: :func:`envelope_step` on the lines
     ``A mu_i + g A (s - mu_i)``, ``g0 = v.(s - mu_i)``, ``curv = ||x_i||^2 ||s - mu_i||^2 / (lam n)``).
 
     The max-min oracle is SP-MP with ``n_iter`` iterations (M4N Algorithm 2); with
     ``warm`` it starts from the per-sample state ``(LMU[i], LNU[i])`` (log of the last
-    iterates of the previous call on sample i), otherwise from the uniform pair.
+    iterates of the previous call on sample i), otherwise from the uniform pair.  With
+    ``exact`` it is the game's closed form (:func:`exact_game`; no state).
     ``gaps[i]`` receives the oracle's duality gap.  Returns the new step counter.
     """
     n, d = X.shape
@@ -172,19 +173,24 @@ def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU
     pl = np.empty(k)
     ql = np.empty(k)
     starts = np.array([0, k], dtype=np.int64)
+    rank = np.empty(k, dtype=np.int64)
     scale = 1.0 / (lam * n)
     logk = -np.log(k)
     t = t0
     for p in range(order.shape[0]):
         i = order[p]
         _scores(X, i, W, v)
-        if not warm:
-            for j in range(k):
-                LMU[i, j] = logk
-                LNU[i, j] = logk
-        gap, lo, up = spmp(v, A, kind, eta, n_iter, LMU[i], LNU[i], mubar, nubar, work)
-        gaps[i] = gap
-        if warm and warm_mix > 0.0:
+        if exact:
+            lo, up = exact_game(v, A, kind, rank, mubar, nubar, pl)
+            gaps[i] = max(up - lo, 0.0)
+        else:
+            if not warm:
+                for j in range(k):
+                    LMU[i, j] = logk
+                    LNU[i, j] = logk
+            gap, lo, up = spmp(v, A, kind, eta, n_iter, LMU[i], LNU[i], mubar, nubar, work)
+            gaps[i] = gap
+        if warm and warm_mix > 0.0 and not exact:
             _mix_uniform(LMU[i], warm_mix)
             _mix_uniform(LNU[i], warm_mix)
         if line_search:
@@ -317,8 +323,11 @@ class MulticlassPasses:
 
     def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search=False):
         s = surrogate
+        exact = s.game == "exact"
+        none = np.empty((0, 0))     # the exact game keeps no SP-MP state
         return gbcfw_pass(self.X, self.y, self.A, self.kind, self.eta, W, mu, lam, order, t0, s.n_iter,
-                          s.warm_start, s.LMU, s.LNU, s.gaps, s.warm_mix, self.xnorm2, line_search)
+                          s.warm_start, none if exact else s.LMU, none if exact else s.LNU, s.gaps, s.warm_mix,
+                          self.xnorm2, line_search, exact)
 
     def sdca_pass(self, W, mu, lam, order):
         sdca_pass(self.X, self.y, W, mu, lam, order, self.xnorm2)

@@ -13,6 +13,7 @@ from structpred.errors import StructpredError
 from structpred.outputs import _multiclass_kernels as K
 from structpred.outputs.base import (
     AffineLoss,
+    ExactMaxMin,
     LossAugmented,
     Marginals,
     MaxMin,
@@ -35,7 +36,7 @@ def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
     return v2, single
 
 
-class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss, MinLossLines):
+class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss, MinLossLines):
     """Finite output set ``{0, ..., k-1}`` with an arbitrary loss matrix.
 
     Parameters
@@ -73,6 +74,7 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss
             self.kind = K.KIND_ABSOLUTE
         else:
             self.kind = K.KIND_DENSE
+            self.unsupported = {ExactMaxMin: "the exact game solves the zero-one and absolute (ordinal) losses only"}
         amax = float(np.max(np.abs(A)))
         self.lipschitz = amax * np.log(k)  # L of Theorem G.1 (l1 norms)
         self.eta = 1.0 / (2.0 * amax) if amax > 0 else 1.0
@@ -235,3 +237,20 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, AffineLoss
         if single:
             return MaxMinResult(mu[0], nu[0], gap[0], lo[0], up[0], (lmu[0], lnu[0]))
         return MaxMinResult(mu, nu, gap, lo, up, (lmu, lnu))
+
+    def max_min_exact(self, v, warm=None, tol: float = 1e-9, max_iter: int = 1000) -> MaxMinResult:
+        """``max_mu min_nu nu^T A mu + v^T mu`` exactly (zero-one and absolute losses): the closed
+        form of AGM's node game (:func:`structpred.outputs._multiclass_kernels.exact_game`);
+        ``value`` is the maximiser's exact value, ``upper`` the closed form's, ``nu`` a best
+        response.  ``warm``, ``tol`` and ``max_iter`` are unused (no iterations); ``state`` is ``None``."""
+        if self.kind == K.KIND_DENSE:
+            raise StructpredError(f"{self!r} has no exact game: {self.unsupported[ExactMaxMin]}")
+        v2, single = _as_scores(v, self.k)
+        n = v2.shape[0]
+        mu, nu = np.empty_like(v2), np.empty_like(v2)
+        lo, up = np.empty(n), np.empty(n)
+        K.exact_game_batch(np.ascontiguousarray(v2), self.loss_matrix, self.kind, mu, nu, lo, up)
+        gap = np.maximum(up - lo, 0.0)
+        if single:
+            return MaxMinResult(mu[0], nu[0], gap[0], lo[0], up[0], None)
+        return MaxMinResult(mu, nu, gap, lo, up, [None] * n)

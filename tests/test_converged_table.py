@@ -48,7 +48,7 @@ def test_a_converged_fit_stops_at_its_certified_gap_and_records_it():
     kw = dict(loss="zero_one", n_labels=3, lam=0.05, oracle_iterations=20, warm_start=True, random_state=0,
               eval_every=5)
     for method, extra in (("M3N", {"options": {"steps": "pairwise", "sampling": "gap", "block_steps": 5}}),
-                          ("CRF", {}), ("M4N", {"options": {"game": "exact", "step": "line_search"}})):
+                          ("CRF", {}), ("M4N", {"options": {"game": "exact", "step": "line_search", "sampling": "gap"}})):
         rec, hist = fit_one_lambda(parts, method=method, n_passes=3000, rtol=1e-3, **extra, **kw)
         assert rec["rel_gap"] <= 1e-3 and rec["passes"] < 3000 and rec["passes"] % 5 == 0
         assert rec["passes"] == hist["pass"].iloc[-1]

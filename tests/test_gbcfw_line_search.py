@@ -123,11 +123,13 @@ def test_compiled_multiclass_pass_is_the_generic_one():
         mu = np.eye(4)[y]
         k = GenericKernels(sp, fm, y, sp.pass_kernels(fm, y) if compiled else None)
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
+        gaps = np.full(len(y), np.inf)
         for _ in range(3):
-            k.gbcfw_pass(W, mu, lam, order, 0, sur, True)
-        out.append((W, mu))
-    np.testing.assert_allclose(out[0][0], out[1][0], atol=1e-12)
-    np.testing.assert_allclose(out[0][1], out[1][1], atol=1e-12)
+            k.gbcfw_pass(W, mu, lam, order, 0, sur, True, gaps)
+        out.append((W, mu, gaps))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    assert np.all(np.isfinite(out[0][2]))
 
 
 def test_line_search_errors():
@@ -171,8 +173,35 @@ def test_compiled_exact_game_pass_is_the_generic_one():
         W, mu = np.zeros(fm.weight_shape), np.eye(4)[y]
         k = GenericKernels(sp, fm, y, sp.pass_kernels(fm, y) if compiled else None)
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
+        gaps = np.full(len(y), np.inf)
         for line_search in (False, True, True):
-            k.gbcfw_pass(W, mu, 0.05, order, 0, sur, line_search)
-        out.append((W, mu, sur.gaps.copy()))
+            k.gbcfw_pass(W, mu, 0.05, order, 0, sur, line_search, gaps)
+        out.append((W, mu, sur.gaps.copy(), gaps))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_block_gaps_are_the_frank_wolfe_gaps_and_gap_sampling_helps():
+    """With the exact game a visit records its block's Frank-Wolfe gap, ``max_mu [h(mu) + v.mu] -
+    h(mu_i) - v.mu_i`` over ``n`` (brute force: the game's value), and gap sampling reaches a
+    smaller certified gap than permutations in the same passes."""
+    X, y = small_problem(n=60, seed=4)
+    sp = Multiclass.zero_one(4)
+    fm = joint_map(sp, X)
+    res = gbcfw(MaxMinMargin(sp, game="exact"), X, y, 0.01, n_passes=3, random_state=0, step="line_search")
+    W0, mu0 = res.W, res.mu
+    scores = fm.scores(W0)
+    k = GenericKernels(sp, fm, y, sp.pass_kernels(fm, y))
+    gaps = np.full(len(y), np.inf)
+    for i in range(len(y)):
+        sur = MaxMinMargin(sp, game="exact")
+        sur.init_state(len(y))
+        k.gbcfw_pass(W0.copy(), mu0.copy(), 0.01, np.array([i], dtype=np.int64), 0, sur, True, gaps)
+        best = sp.max_min_exact(scores[i]).value
+        here = float(sp.min_loss(mu0[i])[0]) + scores[i] @ mu0[i]
+        assert abs(gaps[i] - (best - here) / len(y)) < 1e-12 and gaps[i] >= -1e-15
+    runs = {s_: gbcfw(MaxMinMargin(sp, game="exact"), X, y, 2**-9, n_passes=300, random_state=0,
+                      eval_every=300, step="line_search", sampling=s_).history[-1]
+            for s_ in ("permutation", "gap")}
+    # measured: certified gap 4.7e-4 with gap sampling, 1.8e-3 with permutations
+    assert runs["gap"]["gap"] < runs["permutation"]["gap"] / 2

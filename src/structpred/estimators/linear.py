@@ -154,17 +154,19 @@ class M4N(_LinearStructured):
     ``oracle_tol``, on chains and trees): GBCFW then minimises AGM's objective with a certified
     duality gap, which AdaGrad does not give.  ``step``: GBCFW's step, ``"fixed"`` (the paper's
     ``2n / (t + 2n)``) or ``"line_search"`` (the dual's maximiser on each segment; multiclass,
-    chains and trees).
+    chains and trees).  ``sampling``: ``"permutation"`` (the paper's) or ``"gap"`` (blocks drawn
+    in proportion to their Frank-Wolfe gaps, :class:`structpred.solvers.driver.GapSampling`).
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
                  warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, game="spmp",
-                 oracle_tol=1e-9, step="fixed", rtol=None, random_state=None, verbose=False, n_labels=None,
-                 eval_every=1):
+                 oracle_tol=1e-9, step="fixed", sampling="permutation", rtol=None, random_state=None, verbose=False,
+                 n_labels=None, eval_every=1):
         self.loss = loss
         self.lam = lam
         self.n_passes = n_passes
         self.step = step
+        self.sampling = sampling
         self.game = game
         self.oracle_tol = oracle_tol
         self.rtol = rtol
@@ -183,7 +185,7 @@ class M4N(_LinearStructured):
                             tol=self.oracle_tol)
 
     def _rule(self, surrogate):
-        return GBCFW(surrogate, step=self.step)
+        return GBCFW(surrogate, step=self.step, sampling=self.sampling)
 
 
 class CRF(_LinearStructured):

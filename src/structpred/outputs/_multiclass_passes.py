@@ -151,7 +151,7 @@ def _mix_uniform(lz, eps):
 
 @njit(cache=True)
 def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU, gaps, warm_mix, xnorm2,
-               line_search, exact):
+               line_search, exact, block_gaps):
     """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``, or with
     ``line_search`` the dual's maximiser on the segment: :func:`envelope_step` on the lines
     ``A mu_i + g A (s - mu_i)``, ``g0 = v.(s - mu_i)``, ``curv = ||x_i||^2 ||s - mu_i||^2 / (lam n)``).
@@ -160,7 +160,8 @@ def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU
     ``warm`` it starts from the per-sample state ``(LMU[i], LNU[i])`` (log of the last
     iterates of the previous call on sample i), otherwise from the uniform pair.  With
     ``exact`` it is the game's closed form (:func:`exact_game`; no state).
-    ``gaps[i]`` receives the oracle's duality gap.  Returns the new step counter.
+    ``gaps[i]`` receives the oracle's duality gap, ``block_gaps[i]`` block i's Frank-Wolfe gap
+    ``(value(s) - min_j (A mu_i)_j - v.mu_i) / n``.  Returns the new step counter.
     """
     n, d = X.shape
     k = W.shape[1]
@@ -193,6 +194,13 @@ def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU
         if warm and warm_mix > 0.0 and not exact:
             _mix_uniform(LMU[i], warm_mix)
             _mix_uniform(LNU[i], warm_mix)
+        matvec(A, kind, mu[i], pl)
+        h = pl[0]
+        vmu = 0.0
+        for j in range(k):
+            h = min(h, pl[j])
+            vmu += v[j] * mu[i, j]
+        block_gaps[i] = (lo - h - vmu) / n
         if line_search:
             g0 = 0.0
             nrm = 0.0
@@ -200,7 +208,6 @@ def gbcfw_pass(X, y, A, kind, eta, W, mu, lam, order, t0, n_iter, warm, LMU, LNU
                 dvec[j] = mubar[j] - mu[i, j]
                 g0 += v[j] * dvec[j]
                 nrm += dvec[j] * dvec[j]
-            matvec(A, kind, mu[i], pl)
             matvec(A, kind, dvec, ql)
             gamma = envelope_step(pl, ql, starts, g0, xnorm2[i] * nrm * scale)
         else:
@@ -321,13 +328,13 @@ class MulticlassPasses:
         return bcfw_pass(self.X, self.y, self.A, W, mu, lam, order, self.xnorm2, t0, averaging, W_avg, ell, ell_avg,
                          gaps, True, block_steps)
 
-    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search=False):
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps):
         s = surrogate
         exact = s.game == "exact"
         none = np.empty((0, 0))     # the exact game keeps no SP-MP state
         return gbcfw_pass(self.X, self.y, self.A, self.kind, self.eta, W, mu, lam, order, t0, s.n_iter,
                           s.warm_start, none if exact else s.LMU, none if exact else s.LNU, s.gaps, s.warm_mix,
-                          self.xnorm2, line_search, exact)
+                          self.xnorm2, line_search, exact, gaps)
 
     def sdca_pass(self, W, mu, lam, order):
         sdca_pass(self.X, self.y, W, mu, lam, order, self.xnorm2)

@@ -167,10 +167,11 @@ class GenericKernels:
             t += 1
         return t
 
-    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search=False):
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps):
         """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``, or with ``line_search`` the
         dual's maximiser on the segment, :func:`envelope_step`) with the max-min surrogate's
-        warm-started oracle (:meth:`MaxMinMargin.oracle`)."""
+        warm-started oracle (:meth:`MaxMinMargin.oracle`); ``gaps[i]`` receives block i's
+        Frank-Wolfe gap ``(value(s) - min_loss(mu_i) - <v, mu_i>) / n``."""
         sp, fm = self.space, self.fmap
         n = fm.n
         scale = 1.0 / (lam * n)
@@ -178,6 +179,7 @@ class GenericKernels:
         for i in order:
             v = fm.score(i, W)
             res = surrogate.oracle(i, v)
+            gaps[i] = (float(res.value) - float(np.atleast_1d(sp.min_loss(mu[i]))[0]) - float(v @ mu[i])) / n
             if line_search:
                 d = res.mu - mu[i]
                 p, q, starts = sp.min_loss_lines(mu[i], d)

@@ -7,16 +7,15 @@ import numpy as np
 
 from structpred.errors import StructpredError, check_positive_int
 from structpred.outputs.base import AffineLoss, require
-from structpred.solvers.driver import SolverResult, StepRule, run
+from structpred.solvers.driver import GapSampling, SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import Hinge
 
-#: the step kinds and sample orders of :class:`BCFW`
+#: the step kinds of :class:`BCFW`
 STEPS = ("frank-wolfe", "pairwise")
-SAMPLINGS = ("permutation", "uniform", "gap")
 
 
-class BCFW(StepRule):
+class BCFW(GapSampling, StepRule):
     """Minimise ``(1/n) sum_i max_y' [L(y_i,y') + <v_i, phi(y') - phi(y_i)>] + lam/2 ||W||^2``.
 
     Dual blocks ``mu_i`` in the marginal polytope, ``W = (1/(lam n)) sum_i Psi_i (phi(y_i) -
@@ -27,9 +26,8 @@ class BCFW(StepRule):
 
     ``steps="pairwise"``: each visit moves mass from the block's away corner to its
     Frank-Wolfe corner, up to ``block_steps`` times on the cached answers (the space's
-    ``bcfw_pairwise_pass``).  ``sampling="gap"``: each pass draws its ``n`` blocks with
-    probabilities proportional to their gaps at their last visit, every ``gap_refresh``-th
-    pass (and the first) being a permutation, which refreshes every estimate.
+    ``bcfw_pairwise_pass``).  ``sampling``, ``gap_refresh``: :class:`GapSampling` on the
+    blocks' gaps at their last visit.
     """
 
     name = "BCFW"
@@ -40,17 +38,14 @@ class BCFW(StepRule):
             raise StructpredError(f"BCFW minimises the structured hinge (Hinge), got {surrogate!r}")
         if steps not in STEPS:
             raise StructpredError(f"steps must be one of {STEPS}, got {steps!r}")
-        if sampling not in SAMPLINGS:
-            raise StructpredError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+        self.set_sampling(sampling, gap_refresh)
         block_steps = check_positive_int(block_steps, "block_steps")
         if block_steps > 1 and steps != "pairwise":
             raise StructpredError("block_steps > 1 needs steps='pairwise' (a Frank-Wolfe visit takes one step)")
         super().__init__(surrogate)
         self.averaging = bool(averaging)
         self.steps = steps
-        self.sampling = sampling
         self.block_steps = block_steps
-        self.gap_refresh = check_positive_int(gap_refresh, "gap_refresh")
 
     def init(self, problem) -> None:
         super().init(problem)
@@ -62,18 +57,7 @@ class BCFW(StepRule):
         self.ell = np.array([float(np.mean(problem.space.loss(problem.y, problem.y)))])
         self.ell_avg = self.ell.copy()
         self.t = 0
-        self.passes = 0
-        #: each block's gap at its last visit (``inf``: not visited yet)
-        self.gaps = np.full(problem.n, np.inf)
-
-    def draw_order(self, rng, n):
-        if self.sampling != "gap" or self.passes % self.gap_refresh == 0:
-            return super().draw_order(rng, n)
-        p = np.maximum(self.gaps, 0.0)
-        total = p.sum()
-        if not total > 0.0:
-            return super().draw_order(rng, n)
-        return rng.choice(n, size=n, p=p / total).astype(np.int64)
+        self.init_gaps(problem.n)
 
     def epoch(self, order) -> None:
         args = (self.W, self.mu, self.problem.lam, order, self.t, self.averaging, self.W_avg, self.ell, self.ell_avg,

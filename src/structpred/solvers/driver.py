@@ -106,6 +106,37 @@ class StepRule(ABC):
         return SolverResult(self.weights(), None, history, {})
 
 
+#: sample orders of the block rules with :class:`GapSampling`
+SAMPLINGS = ("permutation", "uniform", "gap")
+
+
+class GapSampling:
+    """Sample orders of a dual block rule that records each block's gap at its last visit in
+    ``gaps`` (``inf``: not visited yet): ``sampling="gap"`` draws each pass's ``n`` blocks with
+    probabilities proportional to those gaps (Osokin et al. 2016, "Minding the gaps"), every
+    ``gap_refresh``-th pass (and the first) being a permutation, which refreshes every estimate;
+    ``"permutation"`` and ``"uniform"`` as :class:`StepRule`.  The rule counts ``passes``."""
+
+    def set_sampling(self, sampling: str, gap_refresh: int) -> None:
+        if sampling not in SAMPLINGS:
+            raise StructpredError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+        self.sampling = sampling
+        self.gap_refresh = check_positive_int(gap_refresh, "gap_refresh")
+
+    def init_gaps(self, n: int) -> None:
+        self.gaps = np.full(n, np.inf)
+        self.passes = 0
+
+    def draw_order(self, rng, n):
+        if self.sampling != "gap" or self.passes % self.gap_refresh == 0:
+            return super().draw_order(rng, n)
+        p = np.maximum(self.gaps, 0.0)
+        total = p.sum()
+        if not total > 0.0:
+            return super().draw_order(rng, n)
+        return rng.choice(n, size=n, p=p / total).astype(np.int64)
+
+
 class PassTimer:
     """Accumulates training time only (evaluation between passes is excluded)."""
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from structpred.errors import StructpredError
 from structpred.outputs.base import MinLossLines, require
-from structpred.solvers.driver import SolverResult, StepRule, run
+from structpred.solvers.driver import GapSampling, SolverResult, StepRule, run
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import MaxMinMargin
 
@@ -15,14 +15,17 @@ from structpred.surrogates import MaxMinMargin
 STEPS = ("fixed", "line_search")
 
 
-class GBCFW(StepRule):
+class GBCFW(GapSampling, StepRule):
     """Minimise ``(1/n) sum_i S_maxmin(v_i, y_i) + lam/2 ||W||^2`` (M4N eq. 3, 10).
 
     Each step calls the surrogate's SP-MP oracle on the next sample (warm started from its
     state, see :class:`MaxMinMargin`) and moves the dual block with step ``2n / (t + 2n)``
     (``step="fixed"``, the paper's) or with the step that maximises the dual on the segment
     (``step="line_search"``: :func:`structpred.solvers.line_search.envelope_step`, for spaces
-    with min-loss lines; the dual then never decreases).
+    with min-loss lines; the dual then never decreases).  ``sampling``, ``gap_refresh``:
+    :class:`GapSampling` on each block's Frank-Wolfe gap at its last visit, ``(value(s_i) -
+    h(mu_i) - <v_i, mu_i>) / n`` with ``h`` the dual's min-loss term (a lower bound of the true
+    block gap where the oracle is inexact).
 
     Objectives: ``primal`` (with the SP-MP upper bound of each max-min value, ``n_iter_eval``
     iterations from copies of the warm states), ``primal_lower`` (the lower bound), ``dual``
@@ -33,11 +36,13 @@ class GBCFW(StepRule):
 
     name = "GBCFW"
 
-    def __init__(self, surrogate: MaxMinMargin, step: str = "fixed"):
+    def __init__(self, surrogate: MaxMinMargin, step: str = "fixed", sampling: str = "permutation",
+                 gap_refresh: int = 2):
         if not isinstance(surrogate, MaxMinMargin):
             raise StructpredError(f"GBCFW minimises the max-min margin surrogate (MaxMinMargin), got {surrogate!r}")
         if step not in STEPS:
             raise StructpredError(f"step must be one of {STEPS}, got {step!r}")
+        self.set_sampling(sampling, gap_refresh)
         super().__init__(surrogate)
         self.step = step
 
@@ -49,11 +54,13 @@ class GBCFW(StepRule):
         self.mu = problem.init_dual()
         self.surrogate.init_state(problem.n)
         self.t = 0
+        self.init_gaps(problem.n)
 
     def epoch(self, order) -> None:
         self.t = self.kernels.gbcfw_pass(self.W, self.mu, self.problem.lam, order, self.t, self.surrogate,
-                                         self.step == "line_search")
+                                         self.step == "line_search", self.gaps)
         self.oracle_calls += len(order)
+        self.passes += 1
 
     def objectives(self) -> dict:
         pb, sur = self.problem, self.surrogate
@@ -71,10 +78,10 @@ class GBCFW(StepRule):
 
 
 def gbcfw(surrogate: MaxMinMargin, X, y, lam, n_passes=50, random_state=None, X_val=None, y_val=None,
-          tol=None, time_budget=None, verbose=False, eval_every=1, step="fixed") -> SolverResult:
+          tol=None, time_budget=None, verbose=False, eval_every=1, step="fixed", sampling="permutation") -> SolverResult:
     """:class:`GBCFW` on ``(X, y)`` through the driver; the oracle's settings (iterations, warm
     start and its mix, evaluation iterations) are the surrogate's."""
-    rule = GBCFW(surrogate, step=step)
+    rule = GBCFW(surrogate, step=step, sampling=sampling)
     problem = check_problem(surrogate.space, X, y, lam)
     return run(rule, problem, n_passes=n_passes, random_state=random_state, eval_every=eval_every,
                tol=tol, time_budget=time_budget, X_val=X_val, y_val=y_val, verbose=verbose)

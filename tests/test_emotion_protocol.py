@@ -215,7 +215,7 @@ def test_the_converged_table_runs_every_fit_to_a_certified_gap_or_its_cap():
     s = conv.settings(config, "ck", "SSVM")
     assert s["n_passes"] == s["cv_passes"] == config["agm_emotion_converged"]["max_passes"]["SSVM"]
     assert s["options"] == {"steps": "pairwise", "sampling": "gap", "block_steps": 5}
-    assert conv.settings(config, "ck", "AGM")["options"] == {"step": "line_search"}
+    assert conv.settings(config, "ck", "AGM")["options"] == {"step": "line_search", "sampling": "gap"}
     assert "rtol" not in base.settings(config, "ck", "SSVM")      # finished agm_emotion jobs stay valid
     assert agm.method_lambdas("AGM", [0.1, 0], certified=True) == [0.1]
 
@@ -225,8 +225,9 @@ def test_the_converged_table_runs_every_fit_to_a_certified_gap_or_its_cap():
     settings = {**s, "rtol": 1e-3, "eval_every": 10}
     est = agm._estimator("AGM", "absolute", 0.1, {**settings, "options": {}}, 60, 0)
     assert isinstance(est, M4N) and est.game == "exact" and est.rtol == 1e-3 and est.eval_every == 10
-    est = agm._estimator("AGM", "absolute", 0.1, {**settings, "options": {"step": "line_search"}}, 60, 0)
-    assert est.step == "line_search" and est.game == "exact"
+    est = agm._estimator("AGM", "absolute", 0.1, {**settings, "options": {"step": "line_search", "sampling": "gap"}},
+                         60, 0)
+    assert est.step == "line_search" and est.sampling == "gap" and est.game == "exact"
     cases = {"AGM": 30, "SSVM": 400, "CRF": 400}
     for method, cap in cases.items():
         opts = settings["options"] if method == "SSVM" else {}

@@ -18,6 +18,7 @@ from structpred.outputs import (
     AffineLoss,
     Chain,
     LossAugmented,
+    MarginalPolytope,
     Marginals,
     MaxMin,
     MinLossLines,
@@ -102,6 +103,14 @@ def test_space_conforms(name, factory, size):
         for g in (0.0, 0.4, 1.0):
             lines = sum(np.min(p[a:b] + g * qs[a:b]) for a, b in zip(starts[:-1], starts[1:]))
             assert abs(lines - float(np.atleast_1d(space.min_loss(m + g * d))[0])) < 1e-12
+    if isinstance(space, MarginalPolytope):
+        # {m >= 0 : A m = b} holds every embedding, and is tight: a linear score's LP maximum over it
+        # is the best output's (its vertices are embeddings)
+        A, b = space.marginal_polytope(E[0])
+        np.testing.assert_allclose(A @ E.T, np.repeat(b[:, None], len(Y), axis=1), atol=1e-12)
+        lp = linprog(-v, A_eq=A.toarray(), b_eq=b, bounds=(0, None), method="highs")
+        assert lp.status == 0 and abs(-lp.fun - np.max(s)) < 1e-9
+        np.testing.assert_allclose(space.into_polytope(m), m, atol=1e-12)
     if isinstance(space, MaxMin):
         exact = maxmin_by_lp(E, L, v) - space.loss_offset
         res = space.max_min(v, n_iter=200)

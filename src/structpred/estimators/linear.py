@@ -33,7 +33,7 @@ from structpred.errors import StructpredError
 from structpred.features.joint import joint_map
 from structpred.outputs import make_space
 from structpred.outputs.batch import labels_batch
-from structpred.solvers import BCFW, GBCFW, SDCA, AdaGrad, check_problem, run
+from structpred.solvers import BCFW, GBCFW, SDCA, AdaGrad, DualQP, check_problem, run
 from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
 
 
@@ -41,6 +41,13 @@ def _refuse_sparse(X, what: str) -> None:
     if hasattr(X, "tocsr") or hasattr(X, "sparse"):
         raise StructpredError(f"{what} is a sparse matrix: structpred's linear joint maps take dense arrays "
                               "(use X.toarray())")
+
+
+def _solver(name, block_rule: str) -> str:
+    """A dual estimator's ``solver``: its block rule or ``"qp"`` (:class:`DualQP`)."""
+    if name not in (block_rule, "qp"):
+        raise StructpredError(f"solver must be {block_rule!r} or 'qp', got {name!r}")
+    return name
 
 
 class _LinearStructured(BaseEstimator):
@@ -115,13 +122,16 @@ class M3N(_LinearStructured):
     ``steps``, ``sampling``, ``block_steps``: BCFW's variant (:class:`structpred.solvers.BCFW`;
     ``steps="pairwise", sampling="gap"`` converges much faster than the paper's plain BCFW).
     ``rtol``: stop at the first recorded pass whose certified duality gap is ``<= rtol *
-    primal`` (``None``: run ``n_passes``).
+    primal`` (``None``: run ``n_passes``).  ``solver``: ``"bcfw"``, or ``"qp"``: the dual as one
+    quadratic program (:class:`structpred.solvers.DualQP`, for small problems on spaces with a
+    marginal polytope), solved in one pass to a certified gap; the BCFW settings are then unused.
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, averaging=False, steps="frank-wolfe",
-                 sampling="permutation", block_steps=1, rtol=None, random_state=None, verbose=False,
+                 sampling="permutation", block_steps=1, rtol=None, solver="bcfw", random_state=None, verbose=False,
                  n_labels=None, eval_every=1):
         self.loss = loss
+        self.solver = solver
         self.lam = lam
         self.n_passes = n_passes
         self.averaging = averaging
@@ -138,6 +148,8 @@ class M3N(_LinearStructured):
         return Hinge(space)
 
     def _rule(self, surrogate):
+        if _solver(self.solver, "bcfw") == "qp":
+            return DualQP(surrogate)
         return BCFW(surrogate, averaging=self.averaging, steps=self.steps, sampling=self.sampling,
                     block_steps=self.block_steps)
 
@@ -156,13 +168,17 @@ class M4N(_LinearStructured):
     ``2n / (t + 2n)``) or ``"line_search"`` (the dual's maximiser on each segment; multiclass,
     chains and trees).  ``sampling``: ``"permutation"`` (the paper's) or ``"gap"`` (blocks drawn
     in proportion to their Frank-Wolfe gaps, :class:`structpred.solvers.driver.GapSampling`).
+    ``solver``: ``"gbcfw"``, or ``"qp"``: the dual as one quadratic program
+    (:class:`structpred.solvers.DualQP`, for small problems on spaces with a marginal polytope),
+    solved in one pass; ``game`` then only evaluates the primal, and GBCFW's settings are unused.
     """
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
                  warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, game="spmp",
-                 oracle_tol=1e-9, step="fixed", sampling="permutation", rtol=None, random_state=None, verbose=False,
-                 n_labels=None, eval_every=1):
+                 oracle_tol=1e-9, step="fixed", sampling="permutation", rtol=None, solver="gbcfw", random_state=None,
+                 verbose=False, n_labels=None, eval_every=1):
         self.loss = loss
+        self.solver = solver
         self.lam = lam
         self.n_passes = n_passes
         self.step = step
@@ -185,6 +201,8 @@ class M4N(_LinearStructured):
                             tol=self.oracle_tol)
 
     def _rule(self, surrogate):
+        if _solver(self.solver, "gbcfw") == "qp":
+            return DualQP(surrogate)
         return GBCFW(surrogate, step=self.step, sampling=self.sampling)
 
 

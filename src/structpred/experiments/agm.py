@@ -108,9 +108,9 @@ def method_estimator(method: str, space, lam: float, settings: dict, n_passes: i
     AGM (AdaGrad on the game, ``settings["game"]``), AGM-SPMP (the same with SP-MP), M4N (GBCFW),
     SSVM (BCFW on the hinge), CRF (SDCA).  With ``settings["rtol"]`` (the converged table) every
     fit stops at its first evaluated pass (every ``eval_every``) whose certified duality gap is
-    ``<= rtol * primal``, ``settings["options"]`` are more estimator arguments, and AGM's
-    objective is minimised by GBCFW on its exact game (:class:`~structpred.estimators.M4N` with
-    ``game="exact"``), whose dual certifies the gap (AdaGrad has none)."""
+    ``<= rtol * primal``, ``settings["options"]`` are more estimator arguments (``solver: qp``: the
+    dual QP), and AGM's objective is minimised through its dual (:class:`~structpred.estimators.M4N`
+    with ``game="exact"``), which certifies the gap (AdaGrad has none)."""
     from structpred.estimators import AGM, CRF, M3N, M4N
 
     common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,

@@ -8,6 +8,7 @@ from structpred.outputs.base import (
     ExactMaxMin,
     LossAugmented,
     LossSpace,
+    MarginalPolytope,
     Marginals,
     MaxMin,
     MaxMinResult,
@@ -96,6 +97,6 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
     return Multiclass.zero_one(n) if canon == "zero_one" else Multiclass.ordinal(n)
 
 
-__all__ = ["AffineLoss", "Candidates", "Cauchy", "Chain", "ExactMaxMin", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "Marginals",
+__all__ = ["AffineLoss", "Candidates", "Cauchy", "Chain", "ExactMaxMin", "GaussianHistogram", "Hellinger", "LossAugmented", "LossSpace", "MarginalPolytope", "Marginals",
            "MaxMin", "MaxMinResult", "MinLossLines", "Multiclass", "OutputSpace", "PairwiseRanking", "Permutation", "Pick", "SPACE_NAMES", "StatisticDecoding", "TopK",
            "Tree", "TreeArray", "WeightedDecoding", "capabilities", "make_space", "require"]

@@ -13,6 +13,8 @@ the capabilities it can offer, each an abstract mixin class:
 :class:`AffineLoss`         ``L(y, y') = phi(y)^T A phi(y') + a``: ``linear_loss``, ``min_loss``,
                             ``bayes_decode`` (M4N Assumption 2.1); gives loss-trick decoding
 :class:`WeightedDecoding`   ``weighted_decode(alpha, Y) = argmin_y sum_i alpha_i L(Y_i, y)`` (QS eq. 2)
+:class:`MinLossLines`       the M4N dual's min-loss term on a segment as lower envelopes of lines
+:class:`MarginalPolytope`   ``conv{phi(y)} = {m >= 0 : A m = b}`` and a map into it (the dual QP)
 ==========================  =====================================================================
 
 The base :class:`LossSpace` is only labels and a loss: enough for the loss trick (QS), whose
@@ -334,10 +336,28 @@ class MinLossLines(ABC):
         """``(p, q, starts)`` for one dual block ``mu`` and one direction ``d`` (float64, int64)."""
 
 
+class MarginalPolytope(ABC):
+    """The marginal polytope of one output, ``conv{phi(y)} = {m >= 0 : A m = b}`` with a sparse
+    ``A`` (an exact description: the simplex, a chain's locally consistent marginals), and a
+    map of nearly feasible points (an interior point solver's answer) into it.  The dual
+    quadratic program (:class:`structpred.solvers.DualQP`) is built from it."""
+
+    @abstractmethod
+    def marginal_polytope(self, m) -> tuple:
+        """``(A, b)``: a ``scipy.sparse`` matrix and a vector with ``conv{phi(y)} = {m >= 0 : A m = b}``
+        for outputs of the layout (size) of the vector ``m``."""
+
+    @abstractmethod
+    def into_polytope(self, m) -> np.ndarray:
+        """A point of the polytope (exactly, up to rounding) near ``m``, which may violate its
+        constraints slightly; ``m`` itself when it is feasible."""
+
+
 #: capability name -> class, for messages and :func:`capabilities`
 CAPABILITIES = {"loss-augmented decoding": LossAugmented, "top-K": TopK, "marginals": Marginals,
                 "max-min": MaxMin, "exact max-min game": ExactMaxMin, "affine loss": AffineLoss,
-                "min-loss lines": MinLossLines, "loss-trick decoding": WeightedDecoding}
+                "min-loss lines": MinLossLines, "marginal polytope": MarginalPolytope,
+                "loss-trick decoding": WeightedDecoding}
 
 
 def has(space, capability) -> bool:

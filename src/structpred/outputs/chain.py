@@ -27,6 +27,7 @@ from structpred.outputs.base import (
     AffineLoss,
     ExactMaxMin,
     LossAugmented,
+    MarginalPolytope,
     Marginals,
     MaxMin,
     MaxMinResult,
@@ -39,7 +40,7 @@ from structpred.outputs.node_loss import NODE_LOSSES, NodeLoss, node_loss_matrix
 
 
 class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss,
-            MinLossLines):
+            MinLossLines, MarginalPolytope):
     """Sequences over ``n_labels`` labels with a separable, position-weighted node loss.
 
     Parameters
@@ -174,6 +175,49 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
     def min_loss(self, mu):
         """``min_y' phi(y')^T A mu = sum_t w_t min_i (C mu_t)[i] / sum w`` per sequence."""
         return np.atleast_1d(np.asarray(self._map(lambda m: self._min_loss_nodes(self.split(m)[0]), mu)))
+
+    def marginal_polytope(self, m) -> tuple:
+        """Local consistency, exact on a chain: ``sum_i U_0[i] = 1``, ``sum_j P_t[i, j] = U_t[i]`` and
+        ``sum_i P_t[i, j] = U_{t+1}[j]`` for every edge, all entries ``>= 0`` (layout of :meth:`split`)."""
+        from scipy import sparse
+
+        T, R = self.length(m), self.R
+        rows, cols, vals = [np.zeros(R, dtype=np.int64)], [np.arange(R)], [np.ones(R)]
+        if T > 1:
+            t, i, j = (a.ravel() for a in np.meshgrid(np.arange(T - 1), np.arange(R), np.arange(R), indexing="ij"))
+            pair = T * R + (t * R + i) * R + j
+            out_row, in_row = 1 + 2 * R * t + i, 1 + 2 * R * t + R + j       # edge t's row sums, column sums
+            node = np.arange((T - 1) * R)
+            rows += [out_row, in_row, 1 + 2 * R * (node // R) + node % R, 1 + 2 * R * (node // R) + R + node % R]
+            cols += [pair, pair, node, node + R]                                # U_t[i] and U_{t+1}[j]
+            vals += [np.ones(pair.size), np.ones(pair.size), -np.ones(node.size), -np.ones(node.size)]
+        n_rows = 1 + 2 * R * (T - 1)
+        A = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                              shape=(n_rows, self.dim(T)))
+        b = np.zeros(n_rows)
+        b[0] = 1.0
+        return A, b
+
+    def into_polytope(self, m) -> np.ndarray:
+        """The marginals of the Markov chain whose start law is ``max(U_0, 0)`` renormalised and whose
+        transition rows are those of ``max(P_t, 0)`` renormalised: exactly consistent, and ``m``
+        itself when ``m`` is (rows of zero mass take the next node's clipped law, else uniform)."""
+        U, P = self.split(m)
+        U, P = np.maximum(U, 0.0), np.maximum(P, 0.0)
+        R = self.R
+        out_U, out_P = np.empty_like(U), np.empty_like(P)
+
+        def law(x):
+            total = x.sum()
+            return x / total if total > 0.0 else np.full(R, 1.0 / R)
+
+        out_U[0] = law(U[0])
+        for t in range(P.shape[0]):
+            rows = P[t].sum(axis=1, keepdims=True)
+            cond = np.where(rows > 0.0, P[t] / np.where(rows > 0.0, rows, 1.0), law(U[t + 1])[None, :])
+            out_P[t] = out_U[t][:, None] * cond
+            out_U[t + 1] = out_P[t].sum(axis=0)
+        return np.concatenate([out_U.ravel(), out_P.ravel()])
 
     def entropy_coefficients(self, mu) -> np.ndarray:
         """``c`` with ``entropy(mu) = -sum_j c_j mu_j log mu_j`` on one marginal vector: 1 on the

@@ -15,6 +15,7 @@ from structpred.outputs.base import (
     AffineLoss,
     ExactMaxMin,
     LossAugmented,
+    MarginalPolytope,
     Marginals,
     MaxMin,
     MaxMinResult,
@@ -36,7 +37,8 @@ def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
     return v2, single
 
 
-class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss, MinLossLines):
+class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss, MinLossLines,
+                 MarginalPolytope):
     """Finite output set ``{0, ..., k-1}`` with an arbitrary loss matrix.
 
     Parameters
@@ -153,6 +155,20 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMi
         """``min_y' (A (mu + g d))_y'``: one block of ``k`` lines, ``p = A mu``, ``q = A d``."""
         A = self.loss_matrix
         return A @ np.asarray(mu, dtype=np.float64), A @ np.asarray(d, dtype=np.float64), np.array([0, self.k])
+
+    def marginal_polytope(self, m) -> tuple:
+        """The simplex ``{m >= 0 : 1^T m = 1}`` in ``R^k``."""
+        from scipy import sparse
+
+        if np.shape(m) != (self.k,):
+            raise StructpredError(f"a multiclass marginal vector has {self.k} entries, got shape {np.shape(m)}")
+        return sparse.csr_matrix(np.ones((1, self.k))), np.ones(1)
+
+    def into_polytope(self, m) -> np.ndarray:
+        """``max(m, 0)`` renormalised to sum 1 (uniform if nothing is positive)."""
+        m = np.maximum(np.asarray(m, dtype=np.float64), 0.0)
+        total = m.sum()
+        return m / total if total > 0.0 else np.full(m.shape, 1.0 / m.shape[-1])
 
     # --- oracles ----------------------------------------------------------------------
     def entropy(self, mu) -> np.ndarray:

@@ -60,6 +60,9 @@ class StepRule(ABC):
     zero_lam = False
     #: the primal rules' first iterate (``None``: zero); prox-linear starts each subproblem at ``w_k``
     start = None
+    #: set by a rule that has nothing left to do (a direct solver after its solve): the driver
+    #: records that pass and stops
+    finished = False
 
     def __init__(self, surrogate):
         self.surrogate = surrogate
@@ -178,8 +181,8 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     A pass is ``n`` steps in the order the rule's ``sampling`` asks for.  The objectives
     (and the validation loss on ``(X_val, y_val)``, decoded by the rule's
     surrogate) are recorded every ``eval_every`` passes and at the last one; training
-    stops early when a recorded ``gap`` is ``<= tol``, or ``<= rtol * |primal|``, or when the training time exceeds
-    ``time_budget`` seconds (that pass is then recorded).  ``evaluate(W)``, when given, returns
+    stops early when a recorded ``gap`` is ``<= tol``, or ``<= rtol * |primal|``, when the training time exceeds
+    ``time_budget`` seconds, or when the rule is ``finished`` (that pass is then recorded).  ``evaluate(W)``, when given, returns
     more measures of the weights (held-out objectives, F1 scores) for each record; it is not
     timed as training.
     """
@@ -202,7 +205,7 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
             rule.epoch(order)
             rule.end_epoch(p)
         out_of_time = time_budget is not None and timer.total >= float(time_budget)
-        if p % eval_every != 0 and p != n_passes and not out_of_time:
+        if p % eval_every != 0 and p != n_passes and not out_of_time and not rule.finished:
             continue
         rec = {"pass": p, **rule.objectives(), "oracle_calls": rule.oracle_calls, "seconds": timer.total}
         if val_map is not None:
@@ -211,6 +214,6 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
         if evaluate is not None:
             rec.update(evaluate(rule.weights()))
         history.append(rec)
-        if out_of_time or ("gap" in rec and _converged(rec, tol, rtol)):
+        if out_of_time or rule.finished or ("gap" in rec and _converged(rec, tol, rtol)):
             break
     return rule.result(history)

@@ -63,18 +63,23 @@ class GBCFW(GapSampling, StepRule):
         self.passes += 1
 
     def objectives(self) -> dict:
-        pb, sur = self.problem, self.surrogate
-        lower, upper, _ = sur.bounds(pb.fmap.scores(self.W), pb.y)
-        reg = pb.regulariser(self.W)
-        up, lo = float(np.mean(upper)) + reg, float(np.mean(lower)) + reg
-        dual = float(np.mean(pb.space.min_loss(self.mu))) + float(pb.space.loss_offset) - reg
-        return {"primal": up, "primal_lower": lo, "dual": dual, "gap": up - dual,
-                "oracle_gap": float(sur.gaps.mean())}
+        return maxmin_objectives(self.problem, self.surrogate, self.W, self.mu)
 
     def result(self, history) -> SolverResult:
         sur = self.surrogate
         return SolverResult(self.W, self.mu, history,
                             {"LMU": sur.LMU, "LNU": sur.LNU, "oracle_gaps": sur.gaps, "steps": self.t})
+
+
+def maxmin_objectives(problem, surrogate: MaxMinMargin, W, mu) -> dict:
+    """The max-min surrogate's objectives at weights ``W`` and dual blocks ``mu`` (with ``W = W(mu)``):
+    the primal's upper and lower bounds, the dual, their certified gap and the mean oracle gap of
+    the last pass (see :class:`GBCFW`)."""
+    lower, upper, _ = surrogate.bounds(problem.fmap.scores(W), problem.y)
+    reg = problem.regulariser(W)
+    up, lo = float(np.mean(upper)) + reg, float(np.mean(lower)) + reg
+    dual = float(np.mean(problem.space.min_loss(mu))) + float(problem.space.loss_offset) - reg
+    return {"primal": up, "primal_lower": lo, "dual": dual, "gap": up - dual, "oracle_gap": float(surrogate.gaps.mean())}
 
 
 def gbcfw(surrogate: MaxMinMargin, X, y, lam, n_passes=50, random_state=None, X_val=None, y_val=None,

@@ -38,6 +38,10 @@ from structpred.solvers.problem import check_problem
 from structpred.surrogates import Hinge, MaxMinMargin
 
 
+def _zeros(rows: int, cols: int) -> sparse.csc_matrix:
+    return sparse.csc_matrix((rows, cols))
+
+
 def _block_map(fmap, i: int, size: int) -> sparse.csc_matrix:
     """``Psi_i`` as a sparse ``(prod(weight_shape), size)`` matrix, column ``j`` = ``Psi_i e_j``."""
     W = np.zeros(fmap.weight_shape)
@@ -112,24 +116,23 @@ class DualQP(StepRule):
         phi_all = np.concatenate(phi)
         if self.hinge:
             lin = -np.concatenate([np.asarray(sp.loss_scores(pb.y[i]), dtype=np.float64).ravel() for i in range(n)]) / n
-            B, Q, S = 0, sparse.csc_matrix((0, N)), sparse.csc_matrix((0, 0))
+            B, Q, S = 0, _zeros(0, N), _zeros(0, 0)
         else:
             pieces = [_min_loss_pieces(sp, p) for p in phi]
             Q = sparse.block_diag([q for q, _ in pieces], format="csc")
-            block_of = np.concatenate([np.repeat(np.arange(s.size - 1), np.diff(s)) + off for (_, s), off in
-                                       zip(pieces, np.cumsum([0] + [s.size - 1 for _, s in pieces[:-1]]))])
-            B = int(block_of.max()) + 1
+            lines = np.concatenate([np.diff(starts) for _, starts in pieces])   # lines per block, all samples
+            B = lines.size
+            block_of = np.repeat(np.arange(B), lines)
             S = sparse.csc_matrix((np.ones(block_of.size), (np.arange(block_of.size), block_of)), shape=(block_of.size, B))
             lin = np.zeros(N)
-        Z = lambda r, c: sparse.csc_matrix((r, c))  # noqa: E731
         A = sparse.vstack([
-            sparse.hstack([A_eq, Z(A_eq.shape[0], B), Z(A_eq.shape[0], D)]),
-            sparse.hstack([G, Z(D, B), sparse.eye(D)]),
-            sparse.hstack([-Q, S, Z(Q.shape[0], D)]),
-            sparse.hstack([-sparse.eye(N), Z(N, B), Z(N, D)]),
+            sparse.hstack([A_eq, _zeros(A_eq.shape[0], B), _zeros(A_eq.shape[0], D)]),
+            sparse.hstack([G, _zeros(D, B), sparse.eye(D)]),
+            sparse.hstack([-Q, S, _zeros(Q.shape[0], D)]),
+            sparse.hstack([-sparse.eye(N), _zeros(N, B), _zeros(N, D)]),
         ], format="csc")
         b = np.concatenate([b_eq, G @ phi_all, np.zeros(Q.shape[0] + N)])
-        P = sparse.block_diag([Z(N + B, N + B), lam * sparse.eye(D)], format="csc")
+        P = sparse.block_diag([_zeros(N + B, N + B), lam * sparse.eye(D)], format="csc")
         q = np.concatenate([lin, np.full(B, -1.0 / n), np.zeros(D)])
         return P, q, A, b, A_eq.shape[0] + D, Q.shape[0] + N, N
 

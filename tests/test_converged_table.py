@@ -82,3 +82,11 @@ def test_report_page_sets_the_budget_beside_the_converged_losses():
     # the report without m4n_table1: the budget columns are empty
     alone = render_converged(conv, tests, None, None, frozenset({"mc"}))
     assert alone.split("<tr>")[2].count("<td>–</td>") == 3 and "11.10%" in alone   # 2 losses, 1 p-value
+
+
+def test_convergence_note_under_a_cell():
+    from structpred.report.html import convergence_note
+
+    assert convergence_note(2.5e-6, 1.0) == "<br><span class=paper>gap/primal 2.5e-06, 1 pass</span>"   # the dual QP
+    assert convergence_note(9.4e-4, 711.0).endswith("gap/primal 9.4e-04, 711 passes</span>")
+    assert convergence_note(None, 3.0) == convergence_note(1e-3, None) == ""

@@ -52,7 +52,8 @@ def convergence_note(rel_gap, passes) -> str:
     without them."""
     if rel_gap is None or passes is None:
         return ""
-    return f"<br><span class=paper>gap/primal {rel_gap:.1e}, {passes:.0f} passes</span>"
+    unit = "pass" if round(passes) == 1 else "passes"   # mean passes over splits; a direct solver's one pass
+    return f"<br><span class=paper>gap/primal {rel_gap:.1e}, {passes:.0f} {unit}</span>"
 
 
 def cell(row: pd.Series, percent: bool = False, bold: bool = False) -> str:

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,10 @@ def _remove(project: Path, patterns) -> list[Path]:
     "Nothing to be done": a run would leave an existing table alone); return what was removed."""
     removed = sorted(path for pattern in patterns for path in project.glob(pattern))
     for path in removed:
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     for name in TABLES:
         for end in ("", "_tests"):
             (project / "reports" / "tables" / f"{name}{end}.csv").unlink(missing_ok=True)
@@ -99,10 +103,7 @@ def _remove(project: Path, patterns) -> list[Path]:
 def _cluster_jobs(output: str) -> dict[str, int]:
     """How many jobs of each rule a run submitted to the cluster (local rules print
     ``localrule``)."""
-    counts: dict[str, int] = {}
-    for rule in re.findall(r"^rule (\w+):$", output, flags=re.MULTILINE):
-        counts[rule] = counts.get(rule, 0) + 1
-    return counts
+    return dict(Counter(re.findall(r"^rule (\w+):$", output, flags=re.MULTILINE)))
 
 
 def _running_job(env: dict, rule: str, timeout: float) -> tuple[str, str]:

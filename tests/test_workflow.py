@@ -19,7 +19,7 @@ def workdir(tmp_path_factory) -> Path:
 def test_paper_config_drysnakemake(workdir):
     out = snakemake(["-n", "--cores", "2"], workdir).stdout
     # one training job per (experiment, dataset, method, split) of the paper config
-    n_table1 = 12 * 3 * 14 + 5 * 2 * 14 + 3 * 1  # mc + ord with 3 methods, rankings with M3N and M4N, OCR (1 split)
+    n_table1 = 12 * 3 * 14 + 5 * 2 * 14 + 3 * 14  # mc + ord with 3 methods, rankings with M3N and M4N, OCR
     n_table2 = 2 * 8 * 14
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}

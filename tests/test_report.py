@@ -184,8 +184,9 @@ def test_best_tests_bold_is_best_or_not_significantly_worse():
     tests = best_tests(_emotion_results())
     assert list(tests.columns) == ["task", "dataset", "metric", "method_a", "method_b", "n_splits",
                                    "mean_diff", "statistic", "p_value", "bold"]
-    by = tests.set_index(["metric", "method_a"])
-    assert set(tests.loc[tests["metric"] == "zero_one", "method_b"]) == {"AGM"}
+    vs_best = tests[tests["bold"].notna()]
+    by = vs_best.set_index(["metric", "method_a"])
+    assert set(vs_best.loc[vs_best["metric"] == "zero_one", "method_b"]) == {"AGM"}
     best = by.loc[("zero_one", "AGM")]
     assert (best["p_value"], bool(best["bold"]), best["mean_diff"], best["n_splits"]) == (1.0, True, 0.0, 20)
     worse = by.loc[("zero_one", "CRF")]
@@ -201,7 +202,17 @@ def test_best_tests_bold_is_best_or_not_significantly_worse():
     # the best is chosen per metric
     assert by.loc[("absolute", "CRF"), "method_b"] == "CRF" and bool(by.loc[("absolute", "CRF"), "bold"])
     assert by.loc[("absolute", "AGM"), "method_b"] == "CRF" and not by.loc[("absolute", "AGM"), "bold"]
-    assert len(tests) == 5
+    assert len(vs_best) == 5
+    # then every other pair, bold empty: on zero-one CRF against SSVM, in the data's method order
+    pairs = tests[tests["bold"].isna()]
+    assert list(zip(pairs["metric"], pairs["method_a"], pairs["method_b"])) == [("zero_one", "CRF", "SSVM")]
+    pair = pairs.iloc[0]
+    assert pair["p_value"] == pytest.approx(wilcoxon(WORSE, NEAR_TIE, zero_method="zsplit").pvalue)
+    assert pair["mean_diff"] == pytest.approx(float(np.mean(WORSE - NEAR_TIE)))
+    # and bold_of reads only the rows against the best
+    from structpred.report.html import bold_of
+    assert not bold_of(tests)[("emotion", "ck", "zero_one", "CRF")]
+    assert bold_of(tests)[("emotion", "ck", "zero_one", "SSVM")]
 
 
 def test_best_tests_pairs_only_common_splits():
@@ -278,7 +289,9 @@ def test_aggregate_files_writes_best_tests_for_agm_emotion(tmp_path):
     table_path, tests_path = tmp_path / "agm_emotion.csv", tmp_path / "agm_emotion_tests.csv"
     aggregate_files(paths, _emotion_refs(tmp_path), table_path, tests_path)
     tests = pd.read_csv(tests_path)
-    assert tests["bold"].dtype == bool
+    assert tests["bold"].isna().sum() == 1  # the one pair without the best (CRF, SSVM on zero-one)
+    tests = tests[tests["bold"].notna()]
+    assert set(tests["bold"]) == {True, False}
     by = tests.set_index(["metric", "method_a"])
     assert by.loc[("zero_one", "AGM"), ["method_b", "p_value", "bold"]].tolist() == ["AGM", 1.0, True]
     assert by.loc[("zero_one", "CRF"), "p_value"] == pytest.approx(2 / 2**20)
@@ -368,14 +381,16 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
               "glass": ([0.5, 0.4, 0.6], [0.3, 0.45, 0.5])}
 
     def files(folder, changed=()):
+        """One file per job, at the workflow's path <dataset>/<method>/split<k>.csv."""
         paths = []
         for dataset, (a, b) in values.items():
             for method, v in (("M3N", a), ("M4N", b)):
                 v = [x + 0.0123 for x in v] if dataset in changed else v
-                path = tmp_path / folder / dataset / f"{method}.csv"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_csv(make_rows(_rows(v, method, dataset)), path)
-                paths.append(path)
+                for k, x in enumerate(v):
+                    path = tmp_path / folder / dataset / method / f"split{k}.csv"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_csv(make_rows([dict(r, split=k) for r in _rows([x], method, dataset)]), path)
+                    paths.append(path)
         return paths
 
     old = files("old")
@@ -384,7 +399,7 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
     before = (tables / "m4n_table1.csv").read_text().splitlines()
     new = files("new", changed={"wine"})
     aggregate_files(new, tmp_path / "refs.yaml", tmp_path / "all.csv", tmp_path / "all_tests.csv")
-    wine = [str(p) for p in new if p.parent.name == "wine"][::-1]  # any order: rows go in job order
+    wine = [str(p) for p in new if p.parent.parent.name == "wine"][::-1]  # any order: rows go in job order
     assert main(["report", "update", "m4n_table1", *wine, "--config", "config.yaml"]) == 0
     assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()
     assert (tables / "m4n_table1_tests.csv").read_bytes() == (tmp_path / "all_tests.csv").read_bytes()
@@ -394,15 +409,22 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
     assert (tmp_path / "reports" / "figures" / "m4n_table1.png").read_bytes()[:4] == b"\x89PNG"
     capsys.readouterr()
     # every method of a group, from one experiment, into an existing table: else one error line
-    assert main(["report", "update", "m4n_table1", wine[0], "--config", "config.yaml"]) == 2
+    m4n_only = [w for w in wine if "/M4N/" in w]
+    assert main(["report", "update", "m4n_table1", *m4n_only, "--config", "config.yaml"]) == 2
     assert "mc/wine: the table also has M3N" in capsys.readouterr().err
-    other = tmp_path / "other.csv"
+    other = tmp_path / "other" / "wine" / "M3N" / "split0.csv"
+    other.parent.mkdir(parents=True)
     write_csv(make_rows([dict(r, experiment="m4n_table2") for r in _rows([0.1], "M3N", "wine")]), other)
     assert main(["report", "update", "m4n_table1", str(other), "--config", "config.yaml"]) == 2
     assert "result files of m4n_table2 given to update m4n_table1" in capsys.readouterr().err
-    write_csv(make_rows(_rows([0.1], "M3N", "vowel")), other)
-    assert main(["report", "update", "m4n_table1", str(other), "--config", "config.yaml"]) == 2
+    vowel = tmp_path / "other" / "vowel" / "M3N" / "split0.csv"
+    vowel.parent.mkdir(parents=True)
+    write_csv(make_rows(_rows([0.1], "M3N", "vowel")), vowel)
+    assert main(["report", "update", "m4n_table1", str(vowel), "--config", "config.yaml"]) == 2
     assert "vowel M3N split 0 is not a job of m4n_table1" in capsys.readouterr().err
+    (tmp_path / "other.csv").write_bytes(vowel.read_bytes())
+    assert main(["report", "update", "m4n_table1", str(tmp_path / "other.csv"), "--config", "config.yaml"]) == 2
+    assert "not a result file <dataset>/<method>/split<k>.csv" in capsys.readouterr().err
     assert main(["report", "update", "m4n_table1", "nope.csv", "--config", "config.yaml"]) == 2
     assert "no result file nope.csv" in capsys.readouterr().err
     assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()

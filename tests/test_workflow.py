@@ -87,6 +87,15 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "figures/casimir_voc_nonconvex/fig7c_bicycle.png"]:
         assert link in html
 
+    # the claims ledger opens the report, computed from the smoke tables by the claims rule
+    assert html.index("<h2 id='claims'>") < html.index("<h2 id='datasets'>")
+    ledger = pd.read_csv(workdir / "reports" / "tables" / "claims.csv")
+    assert set(ledger["paper"]) == {"M4N", "AGM", "Casimir", "QS"}
+    assert ledger["verdict"].str.match("reproduced|not reproduced|cannot check").all()
+    # every table has its grid-edge companion: the smoke grid's two lambdas, each an edge
+    selection = pd.read_csv(workdir / "reports" / "tables" / "m4n_table1_selection.csv")
+    assert (selection["grid_size"] == 2).all() and (selection["n_at_min"] + selection["n_at_max"] == 2).all()
+
     audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
     assert list(audit.columns[:8]) == ["task", "dataset", "method", "metric", "mean", "std",
                                        "n_splits", "reference"]

@@ -1,4 +1,4 @@
-"""Command line interface: ``structpred data ...``, ``structpred report ...``.
+"""Command line interface: ``structpred data ...``, ``structpred report ...``, ``structpred claims``.
 
 Each subcommand group lives in the module that owns the concept and registers itself
 through a ``register(subparsers)`` function; this module only wires them together.
@@ -15,6 +15,7 @@ from structpred.errors import StructpredError
 
 def build_parser() -> argparse.ArgumentParser:
     from structpred.data import cli as data_cli
+    from structpred.report import claims_cli
     from structpred.report import cli as report_cli
 
     parser = argparse.ArgumentParser(prog="structpred", description=__doc__)
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     data_cli.register(sub)
     report_cli.register(sub)
+    claims_cli.register(sub)
     return parser
 
 
@@ -37,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except StructpredError as exc:
         print(f"structpred: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into a reader that stopped (head)
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,7 @@
 
 localrules:
     aggregate,
+    claims,
     figures,
     curve_table,
     curve_figure,
@@ -21,8 +22,10 @@ rule aggregate:
         table=report(f"{REPORT_DIR}/tables/{{experiment}}.csv",
                      caption="../report/table.rst", category="Tables"),
         tests=f"{REPORT_DIR}/tables/{{experiment}}_tests.csv",
+        selection=f"{REPORT_DIR}/tables/{{experiment}}_selection.csv",
     params:
         references=config["report"]["references"],
+        config=config,
     log:
         "logs/aggregate/{experiment}.log",
     threads: 1
@@ -89,6 +92,25 @@ rule curve_figure:
         "../scripts/curve_figure.py"
 
 
+rule claims:
+    input:
+        checks=config["report"]["claims"],
+        tables=expand(rules.aggregate.output, experiment=config["experiments"]),
+        curves=lambda wc: curve_tables(),
+    output:
+        report(f"{REPORT_DIR}/tables/claims.csv", caption="../report/table.rst", category="Tables"),
+    log:
+        "logs/report/claims.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        ENV
+    script:
+        "../scripts/claims.py"
+
+
 rule html_report:
     input:
         tables=expand(f"{REPORT_DIR}/tables/{{experiment}}.csv", experiment=config["experiments"]),
@@ -97,6 +119,7 @@ rule html_report:
         curves=lambda wc: [f for e in config["experiments"] for f in curve_figures(e)] + curve_tables(),
         results=lambda wc: [f for e in config["experiments"] for f in result_files(e)],
         stamps=lambda wc: sorted({view_stamp(v) for v in job_views()}),
+        claims=rules.claims.output,
     output:
         f"{REPORT_DIR}/index.html",
     params:

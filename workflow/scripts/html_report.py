@@ -6,4 +6,4 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
                 tables=snakemake.input.tables, tests=snakemake.input.tests,  # noqa: F821
                 figures=snakemake.input.figures, stamps=snakemake.input.stamps,  # noqa: F821
                 results=snakemake.input.results, curves=snakemake.input.curves,  # noqa: F821
-                references=snakemake.params.references)  # noqa: F821
+                references=snakemake.params.references, claims=snakemake.input.claims[0])  # noqa: F821

@@ -269,6 +269,12 @@ class EmotionTable(Experiment):
     def settings(self, config, dataset, method):
         return {k: self.block(config)[k] for k in self.KEYS}
 
+    single_selection = True
+
+    def grids(self, config, dataset, method):
+        s = self.settings(config, dataset, method)
+        return {"lam": method_lambdas(method, s["lambdas"], s.get("rtol") is not None)}
+
     def select(self, inputs, settings, *, seed, dataset, method):
         from structpred.data.store import load
 

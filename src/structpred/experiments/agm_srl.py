@@ -89,6 +89,8 @@ class SemanticRoleLabelling(Experiment):
     KEYS = ("subsample", "n_bits", "class_order_seed", "lambdas", "n_passes", "adagrad_step", "game",
             "oracle_iterations")
 
+    single_selection = True  # one lambda per method for every test tree
+
     def jobs(self, config):
         return [(DATASET, m, 0) for m in config[self.name]["methods"]]
 

@@ -36,6 +36,8 @@ from structpred.experiments.results import select_first_min
 log = logging.getLogger(__name__)
 
 METHODS = ("QS", "RNW", "KRR")
+#: the hyper-parameters each method selects by cross-validation
+PARAMETERS = {"QS": ("sigma", "lam", "cauchy_scale"), "RNW": ("sigma", "cauchy_scale"), "KRR": ("sigma", "lam")}
 TASK = "robust"
 
 
@@ -73,8 +75,8 @@ def _fit_predict(method: str, X, y, Xq, sigma: float, lam: float, c: float) -> n
 def grid(method: str, settings: dict) -> list[tuple[float, float, float]]:
     """The method's ``(sigma, lam, c)`` grid (``nan`` where a parameter does not apply)."""
     nan = float("nan")
-    lams = settings["lambdas"] if method in ("QS", "KRR") else [nan]
-    scales = settings["cauchy_scales"] if method in ("QS", "RNW") else [nan]
+    lams = settings["lambdas"] if "lam" in PARAMETERS[method] else [nan]
+    scales = settings["cauchy_scales"] if "cauchy_scale" in PARAMETERS[method] else [nan]
     return [(float(s), float(lam), float(c)) for s in settings["sigmas"] for lam in lams for c in scales]
 
 
@@ -128,6 +130,11 @@ class RobustRegression(Experiment):
 
     def settings(self, config, dataset, method):
         return {k: config[self.name][k] for k in self.KEYS}
+
+    def grids(self, config, dataset, method):
+        s = config[self.name]
+        grid = {"sigma": s["sigmas"], "lam": s["lambdas"], "cauchy_scale": s["cauchy_scales"]}
+        return {k: grid[k] for k in PARAMETERS[method]}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         from structpred.experiments.seeding import int_seed, rng_for

@@ -115,6 +115,10 @@ class DigitReconstruction(Experiment):
     def settings(self, config, dataset, method):
         return {k: config[self.name][k] for k in self.KEYS}
 
+    def grids(self, config, dataset, method):
+        # the input bandwidth is recorded as its value (factor x the median distance), not its factor
+        return {"lam": config[self.name]["lambdas"]}
+
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         from sklearn.svm import SVC
 

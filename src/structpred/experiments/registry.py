@@ -46,6 +46,9 @@ class Experiment:
     #: whether :meth:`run` takes ``checkpoint``, a folder where it keeps each finished fit of a
     #: job so that a stopped job resumes (:mod:`structpred.experiments.fit_cache`)
     resumable = False
+    #: whether one model selection serves every split (AGM: lambda chosen on the first split's
+    #: training set), so the grid-edge check counts it once
+    single_selection = False
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError
@@ -59,6 +62,12 @@ class Experiment:
         """Everything one job depends on (and nothing else: adding a dataset to the config
         must not invalidate finished jobs)."""
         raise NotImplementedError
+
+    def grids(self, config: dict, dataset: str, method: str) -> dict[str, list]:
+        """The search grid of each hyper-parameter a job on ``(dataset, method)`` selects, where
+        its result rows do not list them (default: none; lambda's grid is then read from the rows:
+        :mod:`structpred.report.selection`)."""
+        return {}
 
     def threads(self, config: dict, dataset: str) -> int:
         return 1

@@ -21,6 +21,7 @@ from structpred.errors import ConfigError
 from structpred.experiments.registry import get
 from structpred.experiments.results import csv_text, read_results, write_csv
 from structpred.report.references import KEY, load_references
+from structpred.report.selection import selection_table
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,18 @@ def _table_and_tests(experiment: str, results: pd.DataFrame, references_path) ->
     return aggregate(results, refs, spec.key, spec.count), spec.tests(_selected(results))
 
 
-def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd.DataFrame:
-    """Read per-split files, write the tidy table and the test table (both atomically).
+def selections(experiment: str, results: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """The grid-edge table of ``experiment``'s results (:mod:`structpred.report.selection`), its
+    grids from ``config``."""
+    spec = get(experiment)
+    return selection_table(results, spec.key, lambda dataset, method: spec.grids(config, dataset, method),
+                           spec.single_selection)
+
+
+def aggregate_files(result_paths, references_path, table_path, tests_path, selection_path=None,
+                    config: dict | None = None) -> pd.DataFrame:
+    """Read per-split files, write the tidy table and the test table (both atomically), and, with
+    ``selection_path``, the grid-edge table of the selected hyper-parameters (grids from ``config``).
 
     The test table is the experiment's ``tests`` hook applied to the selected rows.
     """
@@ -75,6 +86,8 @@ def aggregate_files(result_paths, references_path, table_path, tests_path) -> pd
     table, tests = _table_and_tests(experiment, results, references_path)
     write_csv(table, table_path)
     write_csv(tests, tests_path)
+    if selection_path is not None:
+        write_csv(selections(experiment, results, config or {}), selection_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))
     return table
 
@@ -97,25 +110,31 @@ def _splice(old: pd.DataFrame, new: pd.DataFrame, groups: set) -> pd.DataFrame:
     return pd.concat([keep.iloc[:before], new[old.columns], keep.iloc[before:]], ignore_index=True)
 
 
-def update_files(experiment: str, jobs, result_paths, references_path, table_path, tests_path) -> list[tuple]:
-    """Recompute, in ``experiment``'s table and test table, every (task, dataset) group that
-    ``result_paths`` hold; the other rows keep their bytes.  The files must hold every method
+def update_files(experiment: str, jobs, result_paths, references_path, table_path, tests_path,
+                 selection_path=None, config: dict | None = None) -> list[tuple]:
+    """Recompute, in ``experiment``'s table and test table (and, with ``selection_path``, its
+    grid-edge table, created if absent), every (task, dataset) group that ``result_paths``
+    hold; the other rows keep their bytes.  The files must hold every method
     the table has for each such group (a test compares methods).  Rows are taken in the order
     of ``jobs``, the experiment's ``(dataset, method, split)`` list, as the workflow aggregates
-    them, whatever the order of the files.  Returns the groups."""
-    results = read_results(result_paths)
+    them, whatever the order of the files: each file's job is read from its path, the workflow's
+    ``.../<dataset>/<method>/split<k>.csv`` (the run archive keeps it).  Returns the groups."""
+    rank = {(str(d), str(m), int(k)): i for i, (d, m, k) in enumerate(jobs)}
+    ranked = []
+    for path in map(Path, result_paths):
+        split = path.name.removesuffix(".csv").removeprefix("split")
+        if not (path.name.startswith("split") and split.isdigit()):
+            raise ConfigError(f"{path}: not a result file <dataset>/<method>/split<k>.csv")
+        job = (path.parent.parent.name, path.parent.name, int(split))
+        if job not in rank:
+            raise ConfigError(f"{job[0]} {job[1]} split {job[2]} is not a job of {experiment} in this configuration")
+        ranked.append((rank[job], path))
+    results = read_results([p for _, p in sorted(ranked, key=lambda t: t[0])])
     if results.empty:
         raise ConfigError("no result rows in the files given")
     names = sorted(set(results["experiment"].astype(str)) - {experiment})
     if names:
         raise ConfigError(f"result files of {', '.join(names)} given to update {experiment}")
-    rank = {(str(d), str(m), int(k)): i for i, (d, m, k) in enumerate(jobs)}
-    order = [rank.get((str(d), str(m), int(k))) for d, m, k in
-             results[["dataset", "method", "split"]].itertuples(index=False, name=None)]
-    if None in order:
-        d, m, k = results[["dataset", "method", "split"]].iloc[order.index(None)]
-        raise ConfigError(f"{d} {m} split {k} is not a job of {experiment} in this configuration")
-    results = results.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
     spec = get(experiment)
     if list(spec.key) != ["task", "dataset", "method", "metric"]:
         raise ConfigError(f"{experiment}: update works on tables keyed by task, dataset, method, metric "
@@ -141,6 +160,11 @@ def update_files(experiment: str, jobs, result_paths, references_path, table_pat
                               f"give ({', '.join(new.columns)}); rebuild it with the workflow")
     write_csv(_splice(old, table, set(groups)), table_path)
     write_csv(_splice(old_tests, tests, set(groups)), tests_path)
+    if selection_path is not None:
+        chosen = _as_text(selections(experiment, results, config or {}))
+        before = (pd.read_csv(selection_path, dtype=str, keep_default_na=False) if Path(selection_path).is_file()
+                  else chosen.iloc[:0])
+        write_csv(_splice(before, chosen, set(groups)) if len(before.columns) else chosen, selection_path)
     log.info("%s: %d groups recomputed from %d result files (%s)", experiment, len(groups), len(result_paths),
              ", ".join("/".join(g) for g in groups))
     return groups

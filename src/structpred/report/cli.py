@@ -1,5 +1,6 @@
-"""``structpred report index``: rebuild ``reports/index.html`` from the tables and figures already in
-the report folder (registered by :func:`structpred.cli.build_parser`).
+"""``structpred report index``: rebuild ``reports/index.html`` (and the claims ledger
+``tables/claims.csv`` it opens with) from the tables and figures already in the report folder
+(registered by :func:`structpred.cli.build_parser`).
 
 The workflow's ``html_report`` rule needs every experiment's per-split results; tables that come
 from runs resumed across work periods (the ``runs/`` archive) are aggregated one experiment at a
@@ -58,7 +59,8 @@ def _update(args) -> int:
     folder = Path(config["report"]["dir"])
     table = folder / "tables" / f"{args.experiment}.csv"
     groups = update_files(args.experiment, get(args.experiment).jobs(config), args.results, config["report"]["references"], table,
-                          folder / "tables" / f"{args.experiment}_tests.csv")
+                          folder / "tables" / f"{args.experiment}_tests.csv",
+                          folder / "tables" / f"{args.experiment}_selection.csv", config)
     experiment_figure(args.experiment, table, folder / "figures" / f"{args.experiment}.png")
     print(f"{table}: recomputed {', '.join('/'.join(g) for g in groups)} from {len(args.results)} files; "
           f"run `structpred report index` to relink the report")
@@ -85,8 +87,15 @@ def _index(args) -> int:
             curves += [p for p in (folder / "figures" / name / f"{panel}.png" for panel in panels) if p.is_file()]
     raw = args.raw or Path(config["data"]["raw_dir"])
     stamps = sorted(raw.glob("*/.verified"))
+    claims = None
+    if config["report"].get("claims"):
+        from structpred.experiments.results import write_csv
+        from structpred.report.claims import ledger
+
+        claims = folder / "tables" / "claims.csv"
+        write_csv(ledger(config["report"]["claims"], folder), claims)
     write_index(folder / "index.html", config=config, tables=tables, tests=tests, figures=figures,
-                stamps=stamps, references=config["report"]["references"], curves=curves)
+                stamps=stamps, references=config["report"]["references"], curves=curves, claims=claims)
     missing = [n for n in config["experiments"] if folder / "tables" / f"{n}.csv" not in tables]
     print(f"{folder / 'index.html'}: {len(tables)} tables" + (f"; no table yet for {', '.join(missing)}" if missing else ""))
     return 0

@@ -19,6 +19,8 @@ from structpred.experiments.registry import get
 from structpred.experiments.results import read_results
 from structpred.io import write_text
 from structpred.report import provenance
+from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, summary
+from structpred.report.selection import edge_notes
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,9 @@ CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
 td.l,th.l{text-align:left}.paper{color:#666}.diff{color:#a33;font-size:11px}
-pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:12px}img{max-width:100%}"""
+pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:12px}img{max-width:100%}
+table.ledger td{text-align:left;vertical-align:top;font-size:12px}.v-reproduced{background:#e3f4e3}
+.v-under{background:#fdf6d8}.v-not{background:#f9e0e0}.v-cannot{background:#eee}"""
 
 
 def fmt(value, percent: bool = False) -> str:
@@ -65,9 +69,11 @@ def cell(row: pd.Series, percent: bool = False, bold: bool = False) -> str:
 
 
 def bold_of(tests: pd.DataFrame) -> dict[tuple, bool]:
-    """(task, dataset, metric, method) -> bold, from a :func:`best_tests` table (empty: none)."""
+    """(task, dataset, metric, method) -> bold, from a :func:`best_tests` table (empty: none); its
+    rows of other pairs (``bold`` empty) say nothing of bold."""
     if tests.empty or "bold" not in tests:
         return {}
+    tests = tests[tests["bold"].notna() & (tests["bold"].astype(str) != "")]
     bold = tests["bold"].astype(str).str.lower() == "true"  # bool, or text from a CSV
     keys = zip(tests["task"], tests["dataset"], tests["metric"], tests["method_a"])
     return dict(zip(keys, bold))
@@ -87,18 +93,66 @@ def _compute_time(result_paths) -> str:
     return f"{chosen['value'].sum() / 3600:.2f} CPU-hours of model fitting in {len(result_paths)} jobs"
 
 
+def _verdict_class(verdict: str) -> str:
+    return {REPRODUCED: "v-reproduced", NOT_REPRODUCED: "v-not", CANNOT: "v-cannot"}.get(verdict, "v-under")
+
+
+def ledger_section(ledger: pd.DataFrame, ledger_path: str, pages: set) -> str:
+    """The report's first section: per paper the count of claims by verdict, then every claim with
+    its evidence, each linking to its table's page (where the report has it)."""
+    counts = summary(ledger)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in counts.columns)
+    body = "".join("<tr>" + "".join(f"<td class=l>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                   for row in counts.itertuples(index=False))
+    parts = [f"<h2 id='claims'>What holds: the claims ledger</h2><p>Every checkable claim of the four papers, "
+             f"decided from the tables below by the checks of <code>config/claims.yaml</code> (tidy: "
+             f"<a href='{html.escape(ledger_path)}'>{html.escape(ledger_path)}</a>; in a terminal: "
+             f"<code>structpred claims</code>). <i>reproduced under X</i>: fails on the paper-protocol table, "
+             f"holds on the sensitivity or converged table X.</p><table><tr>{head}</tr>{body}</table>"]
+    columns = ["id", "where", "statement", "verdict", "ours", "paper_value", "test", "tolerance", "protocols",
+               "grid_edges", "cause", "evidence"]
+    for paper, rows in ledger.groupby("paper", sort=False):
+        parts.append(f"<details><summary><b>{html.escape(str(paper))}</b>: {len(rows)} claims</summary>"
+                     "<table class=ledger><tr>" + "".join(f"<th class=l>{c}</th>" for c in columns) + "</tr>")
+        for _, r in rows.iterrows():
+            cells = []
+            for c in columns:
+                text = "" if pd.isna(r[c]) else html.escape(str(r[c]))
+                if c == "id" and r["table"] in pages:
+                    text = f"<a href='#{html.escape(str(r['table']))}'>{text}</a>"
+                cls = f" class='{_verdict_class(str(r[c]))}'" if c == "verdict" else ""
+                cells.append(f"<td{cls}>{text}</td>")
+            parts.append("<tr>" + "".join(cells) + "</tr>")
+        parts.append("</table></details>")
+    return "\n".join(parts)
+
+
+def grid_edge_note(selection_path) -> str:
+    """The selections at an edge of their grid, from a table's ``_selection.csv`` (empty: none)."""
+    notes = edge_notes(_read_optional(selection_path)) if Path(selection_path).is_file() else []
+    if not notes:
+        return ""
+    return ("<p>Selected at an edge of the search grid (the optimum may lie outside it; "
+            f"<a href='{html.escape(Path(selection_path).name)}'>all selections</a>):</p><ul>"
+            + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+
+
 def write_index(path, *, config: dict, tables, tests, figures, stamps, references,
-                results=(), curves=()) -> None:
+                results=(), curves=(), claims=None) -> None:
     """Write the HTML report linking every table and figure, with provenance (``curves``: the
-    curve tables ``tables/<experiment>_curves.csv`` and figures ``figures/<experiment>/*.png``)."""
+    curve tables ``tables/<experiment>_curves.csv`` and figures ``figures/<experiment>/*.png``;
+    ``claims``: the ledger ``tables/claims.csv``, shown first)."""
     root = Path(path).parent
     rel = lambda p: html.escape(os.path.relpath(p, root))  # noqa: E731
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>structpred report</title>"
              f"<style>{CSS}</style></head><body><h1>structpred: reproduced tables and figures</h1>",
              f"<p>Configuration <b>{html.escape(str(config.get('name')))}</b> "
              f"(hash <code>{provenance.config_hash(config)}</code>), commit "
-             f"<code>{provenance.git_commit()}</code>. Paper numbers come from "
+             f"<code>{provenance.git_commit(ignore=[root])}</code>. Paper numbers come from "
              f"<code>{html.escape(str(references))}</code>; Δ = ours − paper.</p>"]
+    if claims is not None and Path(claims).is_file():
+        parts.append(ledger_section(pd.read_csv(claims, keep_default_na=False, na_values=[""]),
+                                    os.path.relpath(claims, root), {Path(t).stem for t in tables}))
     if results:
         parts.append(f"<p>{_compute_time(results)}.</p>")
     figure_of = {Path(f).stem: f for f in figures}
@@ -125,6 +179,7 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             parts.append("<p>Departures from the paper:</p><ul>"
                          + "".join(f"<li>{html.escape(d)}</li>" for d in departures) + "</ul>")
         parts.append(experiment.page(table, test_table, loaded))
+        parts.append(grid_edge_note(Path(table_path).with_name(f"{name}_selection.csv")))
         if name in config:
             settings = yaml.safe_dump({name: config[name]}, sort_keys=False)
             parts.append(f"<details><summary>settings used</summary><pre>{html.escape(settings)}</pre></details>")

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
 
 
-def git_commit(cwd: str | Path = ".") -> str:
-    """``git describe``-like id of the working tree ('+dirty' when it has uncommitted changes)."""
+def git_commit(cwd: str | Path = ".", ignore=()) -> str:
+    """``git describe``-like id of the working tree ('+dirty' when it has uncommitted changes
+    outside ``ignore``: the report folder being rebuilt, whose tables are outputs, not inputs)."""
+    inside = [Path(os.path.relpath(Path(p).resolve(), Path(cwd).resolve())).as_posix() for p in ignore]
+    excludes = [f":(exclude){p}" for p in inside if p != "." and not p.startswith("..")]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes],
+                               cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return commit + ("+dirty" if dirty else "")

@@ -2,7 +2,8 @@
 
 Two test tables: :func:`paired_tests` (the method pairs an experiment names) and
 :func:`best_tests` (every method against the best one, AGM's "best or not significantly worse"
-bold rule).
+bold rule, then every other pair of methods, so that any ordering a paper claims can be read
+from the table: :mod:`structpred.report.claims`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ def wilcoxon_pvalue(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def _pair_row(by_method: pd.DataFrame, a: str, b: str) -> dict:
+    """The test of ``a`` against ``b`` over the splits both have (columns: methods)."""
+    both = by_method[[a, b]].dropna()
+    stat, p = wilcoxon_pvalue(both[a].to_numpy(), both[b].to_numpy())
+    return {"method_a": a, "method_b": b, "n_splits": len(both), "mean_diff": float((both[a] - both[b]).mean()),
+            "statistic": stat, "p_value": p}
+
+
 def paired_tests(selected: pd.DataFrame, method_pairs, metric: str = "test_loss") -> pd.DataFrame:
     """Wilcoxon tests over splits for every (task, dataset) and each pair that
     ``method_pairs(methods)`` names among the methods present, on ``metric``."""
@@ -34,12 +43,7 @@ def paired_tests(selected: pd.DataFrame, method_pairs, metric: str = "test_loss"
     for (task, dataset), group in sel.groupby(["task", "dataset"], sort=False):
         by_method = group.pivot_table(index="split", columns="method", values="value")
         for a, b in method_pairs(group["method"]):
-            both = by_method[[a, b]].dropna()
-            stat, p = wilcoxon_pvalue(both[a].to_numpy(), both[b].to_numpy())
-            rows.append({"task": task, "dataset": dataset, "metric": metric, "method_a": a,
-                         "method_b": b, "n_splits": len(both),
-                         "mean_diff": float((both[a] - both[b]).mean()),
-                         "statistic": stat, "p_value": p})
+            rows.append({"task": task, "dataset": dataset, "metric": metric, **_pair_row(by_method, a, b)})
     return pd.DataFrame.from_records(rows, columns=COLUMNS)
 
 
@@ -51,6 +55,8 @@ def best_tests(selected: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     two-sided Wilcoxon signed-rank test over the splits both have; the best itself gets a
     row against itself with p = 1. ``bold`` = best, or p >= ``alpha`` (not significantly
     worse; AGM's rule). ``mean_diff`` = mean of (method - best) over the paired splits.
+    The rows of the remaining pairs (neither one the best; ``method_a`` first in the data's
+    order) follow each group's, with ``bold`` empty.
     """
     rows = []
     for (task, dataset, metric), group in selected.groupby(["task", "dataset", "metric"], sort=False):
@@ -69,4 +75,9 @@ def best_tests(selected: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
                          "method_b": best, "n_splits": len(both), "mean_diff": diff,
                          "statistic": stat, "p_value": p,
                          "bold": bool(method == best or p >= alpha)})
+        others = [m for m in methods if m != best]
+        for i, a in enumerate(others):
+            for b in others[i + 1:]:
+                rows.append({**_pair_row(by_method, a, b), "task": task, "dataset": dataset, "metric": metric,
+                             "bold": None})
     return pd.DataFrame.from_records(rows, columns=BEST_COLUMNS)

@@ -1,0 +1,515 @@
+"""The claims ledger: every checkable claim of the four papers with a verdict computed from the
+committed tables (``config/claims.yaml`` -> ``<report dir>/tables/claims.csv``, the report's first
+section, ``structpred claims``).
+
+A claim is a statement over one experiment's tables: its tidy table ``tables/<table>.csv``, its
+paired tests ``<table>_tests.csv``, its grid-edge table ``<table>_selection.csv`` and its curves
+``<table>_curves.csv``. Kinds of check:
+
+* ``value``: a cell within tolerance of the paper's number, ``|ours - paper| <= max(abs, rel |paper|)``
+  (``std: true`` adds our standard deviation over splits to the bound);
+* ``order``: method ``a`` against ``b`` by the two-sided Wilcoxon test of the test table:
+  ``below`` = mean difference < 0 and p < alpha, ``tie`` = p >= alpha, ``not_worse`` = not
+  (difference > 0 and p < alpha); ``paper`` = the order of the paper's own numbers (a tie when
+  they differ by at most ``tie`` times the larger: the papers print three digits). Quantifier
+  ``most``: ``a``'s mean below ``b``'s on more than half of the table's datasets;
+* ``best``: the method is bold, best or not significantly worse than the best (AGM's rule);
+* ``trend``: the means of ``rows``, in order, ``increasing`` / ``decreasing`` (every step by more
+  than the tolerance), ``flat`` (max - min within the tolerance; ``std``: every pair within the
+  larger of their standard deviations) or ``not_flat``;
+* ``curve``: two curves of mean and spread over seeds against oracle calls per n, each read as
+  what a run has after ``x`` calls (its last evaluation at or before ``x``): ``below`` = a's mean
+  is at most b's at every common budget from some budget on, and below it by more than both
+  spreads at the last common budget; ``not_worse`` = at the last common budget, a is no worse than
+  b by more than the tolerance (``better``: lower or higher values are better).
+
+Verdicts: ``reproduced``; ``reproduced under <table>`` (fails on the claim's table, holds on one
+of its ``protocols``: sensitivity or converged tables); ``not reproduced``; ``cannot check``
+(the table or the cell is not there, or the data cannot be had: ``unavailable``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from structpred.errors import ConfigError
+from structpred.report.selection import edge_notes
+
+REPRODUCED, NOT_REPRODUCED, CANNOT = "reproduced", "not reproduced", "cannot check"
+UNDER = "reproduced under"
+COLUMNS = ["id", "paper", "where", "statement", "kind", "table", "verdict", "ours", "paper_value", "test",
+           "tolerance", "protocols", "grid_edges", "cause", "evidence"]
+VALUE_COLUMNS = ("mean", "std", "reference", "detail")
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+def load_claims(path) -> dict:
+    """``config/claims.yaml`` validated by its schema: one line naming the first bad claim."""
+    import jsonschema
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no claims file {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    schema = yaml.safe_load(resources.files("structpred.report").joinpath("claims.schema.yaml").read_text())
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = list(err.absolute_path)
+        name = ""
+        if len(where) >= 2 and where[0] == "claims" and isinstance(data, dict):
+            claim = data["claims"][where[1]]
+            name = f"claim {claim.get('id', '#' + str(where[1]))!r}" if isinstance(claim, dict) else f"claim #{where[1]}"
+            where = where[2:]
+        at = ".".join(str(w) for w in where)
+        raise ConfigError(f"{path}: {name or 'top level'}{' at ' + at if at else ''}: {err.message}")
+    ids = [c["id"] for c in data["claims"]]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ConfigError(f"{path}: claim id {dup[0]!r} appears more than once")
+    return data
+
+
+class Tables:
+    """The report folder's tables, read once each (``None`` where a file is absent)."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self._cache: dict[str, pd.DataFrame | None] = {}
+
+    def get(self, name: str, suffix: str = "") -> pd.DataFrame | None:
+        key = f"{name}{suffix}"
+        if key not in self._cache:
+            path = self.folder / "tables" / f"{key}.csv"
+            try:
+                self._cache[key] = pd.read_csv(path) if path.is_file() else None
+            except pd.errors.EmptyDataError:
+                self._cache[key] = pd.DataFrame()
+        return self._cache[key]
+
+    def paths(self, names) -> list[Path]:
+        """The files of ``names`` (tables and their tests, selections, curves) that exist."""
+        out = []
+        for name in names:
+            for suffix in ("", "_tests", "_selection", "_curves"):
+                p = self.folder / "tables" / f"{name}{suffix}.csv"
+                if p.is_file():
+                    out.append(p)
+        return out
+
+
+# --- expansion --------------------------------------------------------------------------------
+
+def _fill(obj, values: dict):
+    """``obj`` with ``{name}`` in every string replaced from ``values``."""
+    if isinstance(obj, str):
+        for k, v in values.items():
+            obj = obj.replace("{" + k + "}", f"{v:g}" if isinstance(v, float) else str(v))
+        return obj
+    if isinstance(obj, dict):
+        return {k: _fill(v, values) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_fill(v, values) for v in obj]
+    return obj
+
+
+def _match(frame: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """Rows of ``frame`` equal to ``where`` on each of its columns (numbers compared as numbers)."""
+    mask = np.ones(len(frame), bool)
+    for k, v in where.items():
+        if k not in frame:
+            return frame.iloc[:0]
+        col = frame[k]
+        try:
+            target = float(v)
+        except (TypeError, ValueError):
+            mask &= (col.astype(str) == str(v)).to_numpy()
+            continue
+        num = pd.to_numeric(col, errors="coerce").to_numpy(float)
+        mask &= np.isclose(num, target, rtol=1e-9, atol=0.0)
+    return frame[mask]
+
+
+def _key_columns(table: pd.DataFrame) -> list[str]:
+    return [c for c in table.columns if c not in VALUE_COLUMNS and not c.startswith("n_")]
+
+
+def _suffix(row: pd.Series, columns) -> str:
+    return ".".join(str(row[c]) for c in columns)
+
+
+def _paper_relation(pa: float, pb: float, tie: float) -> str:
+    if abs(pa - pb) <= tie * max(abs(pa), abs(pb)):
+        return "tie"
+    return "below" if pa < pb else "above"
+
+
+def expand(claim: dict, tables: Tables, settings: dict) -> list[dict]:
+    """One claim per ``each`` combination, per referenced cell (``value`` without a row), per
+    dataset (``order`` with ``relation: paper``), per best method of the paper (``best`` with
+    ``method: paper``)."""
+    each = claim.get("each") or {}
+    combos = [dict(zip(each, vals)) for vals in itertools.product(*each.values())] if each else [{}]
+    out = []
+    for combo in combos:
+        c = _fill({k: v for k, v in claim.items() if k != "each"}, combo)
+        check = c["check"]
+        table = tables.get(check["table"])
+        if table is None or table.empty:
+            out.append(c)
+            continue
+        where = {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+        if check["kind"] == "value" and "method" not in where:
+            rows = _match(table, where)
+            rows = rows[rows["reference"].notna()]
+            free = [k for k in _key_columns(table) if k not in where]
+            for _, row in rows.iterrows():
+                fields = {k: row[k] for k in _key_columns(table)}
+                out.append({**_fill(c, fields), "id": f"{c['id']}.{_suffix(row, free)}",
+                            "check": {**check, "match": {**check.get("match", {}), **{k: row[k] for k in free}}}})
+        elif check["kind"] == "order" and check.get("relation") == "paper":
+            rows = _match(table, {k: v for k, v in where.items()})
+            groups = [k for k in ("task", "dataset") if k in table and k not in where]
+            for values, group in rows.groupby(groups, sort=False):
+                values = values if isinstance(values, tuple) else (values,)
+                ref = group.set_index("method")["reference"]
+                if not {check["a"], check["b"]} <= set(ref.dropna().index):
+                    continue
+                pa, pb = float(ref[check["a"]]), float(ref[check["b"]])
+                rel = _paper_relation(pa, pb, settings["tie"])
+                a, b = (check["b"], check["a"]) if rel == "above" else (check["a"], check["b"])
+                rel = "below" if rel == "above" else rel
+                fields = {**dict(zip(groups, values)), "a": a, "b": b,
+                          "relation": "tied with" if rel == "tie" else "below"}
+                out.append({**_fill(c, fields), "id": f"{c['id']}.{'.'.join(map(str, values))}",
+                            "check": {**check, "a": a, "b": b, "relation": rel,
+                                      "match": {**check.get("match", {}), **dict(zip(groups, values))}}})
+        elif check["kind"] == "best" and check["method"] == "paper":
+            rows = _match(table, where)
+            rows = rows[rows["reference"].notna()]
+            groups = [k for k in ("task", "dataset", "metric") if k in table and k not in where]
+            for values, group in rows.groupby(groups, sort=False):
+                values = values if isinstance(values, tuple) else (values,)
+                low = group["reference"].min()
+                for method in group.loc[group["reference"] <= low * (1 + settings["tie"]), "method"]:
+                    fields = {**dict(zip(groups, values)), "method": method}
+                    out.append({**_fill(c, fields), "id": f"{c['id']}.{'.'.join(map(str, values))}.{method}",
+                                "check": {**check, "method": method,
+                                          "match": {**check.get("match", {}), **dict(zip(groups, values))}}})
+        else:
+            out.append(c)
+    return out
+
+
+# --- checks -----------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """The result of one check on one table: ``ok`` True / False, ``None`` = cannot check."""
+
+    ok: bool | None
+    ours: str = ""
+    paper: str = ""
+    test: str = ""
+    tolerance: str = ""
+    methods: list = field(default_factory=list)
+
+
+def _g(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
+
+
+def _one(table: pd.DataFrame, where: dict, what: str) -> tuple[pd.Series | None, str]:
+    rows = _match(table, where)
+    if len(rows) != 1:
+        desc = ", ".join(f"{k}={v}" for k, v in where.items())
+        return None, f"{'no' if rows.empty else len(rows)} row{'s' if len(rows) > 1 else ''} {desc} in {what}"
+    return rows.iloc[0], ""
+
+
+def _tolerance(tol: dict) -> str:
+    parts = [f"{tol['abs']:g}"] if tol.get("abs") else []
+    parts += [f"{100 * tol['rel']:g}% of paper"] if tol.get("rel") else []
+    parts += ["our std"] if tol.get("std") else []
+    return "|Δ| ≤ max(" + ", ".join(parts) + ")" if len(parts) > 1 else f"|Δ| ≤ {parts[0] if parts else 0}"
+
+
+def check_value(tables: Tables, name: str, check: dict, settings: dict) -> Outcome:
+    table = tables.get(name)
+    if table is None:
+        return Outcome(None, test=f"no table {name}")
+    where = {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+    row, why = _one(table, where, name)
+    if row is None:
+        return Outcome(None, test=why)
+    tol = {**settings["tolerance"], **check.get("tolerance", {})}
+    if pd.isna(row.get("reference")):
+        return Outcome(None, ours=_g(row["mean"]), test=f"no paper number beside {name}'s cell")
+    paper = float(row["reference"])
+    bound = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(paper), float(row["std"]) if tol.get("std") else 0.0)
+    delta = float(row["mean"]) - paper
+    count = next((c for c in row.index if c.startswith("n_")), None)
+    ours = f"{_g(row['mean'])} ± {_g(row['std'])}" + (f" (n={int(row[count])})" if count else "")
+    return Outcome(abs(delta) <= bound, ours, _g(paper), f"Δ = {delta:+.4g}, bound {bound:.4g}", _tolerance(tol),
+                   [row.get("method")])
+
+
+def _test_row(tests: pd.DataFrame | None, where: dict, a: str, b: str) -> tuple[float, float, int] | None:
+    """``(mean_diff of a - b, p, n)`` from a test table, either way round."""
+    if tests is None or tests.empty:
+        return None
+    rows = _match(tests, where)
+    for x, y, sign in ((a, b, 1.0), (b, a, -1.0)):
+        hit = rows[(rows["method_a"] == x) & (rows["method_b"] == y)]
+        if len(hit):
+            r = hit.iloc[0]
+            return sign * float(r["mean_diff"]), float(r["p_value"]), int(r["n_splits"])
+    return None
+
+
+def _order_ok(relation: str, diff: float, p: float, alpha: float) -> bool:
+    significant = p < alpha
+    if relation == "below":
+        return diff < 0 and significant
+    if relation == "tie":
+        return not significant
+    return not (diff > 0 and significant)  # not_worse
+
+
+def check_order(tables: Tables, name: str, check: dict, settings: dict) -> Outcome:
+    table, tests = tables.get(name), tables.get(name, "_tests")
+    if table is None:
+        return Outcome(None, test=f"no table {name}")
+    a, b, metric, alpha = check["a"], check["b"], check["metric"], settings["alpha"]
+    where = dict(check.get("match", {}))
+    if check.get("quantifier") == "most":
+        rows = _match(table, {**where, "metric": metric})
+        means = rows.pivot_table(index="dataset", columns="method", values="mean", sort=False)
+        if not {a, b} <= set(means.columns):
+            return Outcome(None, test=f"{name} lacks {a} or {b}")
+        means = means[[a, b]].dropna()
+        below = int((means[a] < means[b]).sum())
+        sig_below = sig_above = 0
+        for dataset in means.index:
+            t = _test_row(tests, {**where, "dataset": dataset, "metric": metric}, a, b)
+            if t and t[1] < alpha:
+                sig_below += t[0] < 0
+                sig_above += t[0] > 0
+        return Outcome(below > len(means) / 2, f"{a} below {b} on {below} of {len(means)} datasets",
+                       test=f"significantly below on {sig_below}, above on {sig_above} (Wilcoxon, α = {alpha:g})",
+                       tolerance="more than half, by the means", methods=[a, b])
+    ra, why_a = _one(table, {**where, "method": a, "metric": metric}, name)
+    rb, why_b = _one(table, {**where, "method": b, "metric": metric}, name)
+    if ra is None or rb is None:
+        return Outcome(None, test=why_a or why_b)
+    paper = (f"{a} {_g(ra['reference'])}, {b} {_g(rb['reference'])}"
+             if pd.notna(ra.get("reference")) and pd.notna(rb.get("reference")) else "")
+    ours = f"{a} {_g(ra['mean'])}, {b} {_g(rb['mean'])}"
+    t = _test_row(tests, {**where, "metric": metric}, a, b)
+    if t is None:
+        return Outcome(None, ours, paper, f"no paired test of {a} and {b} in {name}_tests")
+    diff, p, n = t
+    return Outcome(_order_ok(check["relation"], diff, p, alpha), ours, paper,
+                   f"mean diff {diff:+.4g}, Wilcoxon p = {p:.2g} (n = {n})",
+                   {"below": f"p < {alpha:g}", "tie": f"p ≥ {alpha:g}",
+                    "not_worse": f"not significantly worse (α = {alpha:g})"}[check["relation"]], [a, b])
+
+
+def check_best(tables: Tables, name: str, check: dict, settings: dict) -> Outcome:
+    tests = tables.get(name, "_tests")
+    if tests is None or tests.empty or "bold" not in tests:
+        return Outcome(None, test=f"no best-method tests in {name}_tests")
+    rows = _match(tests, check.get("match", {}))
+    rows = rows[(rows["method_a"] == check["method"]) & rows["bold"].notna() & (rows["bold"].astype(str) != "")]
+    if rows.empty:
+        return Outcome(None, test=f"{check['method']} not in {name}_tests")
+    r = rows.iloc[0]
+    bold = str(r["bold"]).lower() == "true"
+    best = r["method_b"]
+    test = ("best" if best == check["method"] else
+            f"{'not significantly' if bold else 'significantly'} worse than {best}: "
+            f"diff {float(r['mean_diff']):+.4g}, Wilcoxon p = {float(r['p_value']):.2g} (n = {int(r['n_splits'])})")
+    return Outcome(bold, "bold" if bold else "not bold", "best (bold)", test,
+                   f"best or p ≥ {settings['alpha']:g}", [check["method"]])
+
+
+def _spread_ok(means, stds, direction: str, tol: dict) -> tuple[bool, str]:
+    means, stds = np.asarray(means, float), np.asarray(stds, float)
+    steps = np.diff(means)
+    if direction in ("increasing", "decreasing"):
+        eps = tol.get("abs", 0.0)
+        ok = bool(np.all(steps > eps)) if direction == "increasing" else bool(np.all(steps < -eps))
+        return ok, f"every step {'>' if direction == 'increasing' else '<'} {'-' if direction == 'decreasing' and eps else ''}{eps:g}"
+    if tol.get("std"):
+        flat = all(abs(means[i] - means[j]) <= max(stds[i], stds[j])
+                   for i in range(len(means)) for j in range(i + 1, len(means)))
+        text = "every pair within the larger std"
+    else:
+        bound = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * float(np.mean(np.abs(means))))
+        flat = float(means.max() - means.min()) <= bound
+        text = f"max - min ≤ {bound:.3g}"
+    return (flat if direction == "flat" else not flat), (text if direction == "flat" else f"not ({text})")
+
+
+def check_trend(tables: Tables, name: str, check: dict, settings: dict) -> Outcome:
+    table = tables.get(name)
+    if table is None:
+        return Outcome(None, test=f"no table {name}")
+    base = {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+    rows = []
+    for filt in check["rows"]:
+        row, why = _one(table, {**base, **filt}, name)
+        if row is None:
+            return Outcome(None, test=why)
+        rows.append(row)
+    means, stds = [float(r["mean"]) for r in rows], [float(r["std"]) for r in rows]
+    ok, rule = _spread_ok(means, stds, check["direction"], check.get("tolerance", {}))
+    label = lambda f: " ".join(str(v) for v in f.values())  # noqa: E731
+    ours = ", ".join(f"{label(f)} {_g(m)}" for f, m in zip(check["rows"], means))
+    refs = [r.get("reference") for r in rows]
+    paper = ", ".join(_g(float(x)) for x in refs) if all(pd.notna(x) for x in refs) else ""
+    return Outcome(ok, ours, paper, f"{check['direction']}: " + " → ".join(_g(m) for m in means), rule,
+                   sorted({str(r["method"]) for r in rows if "method" in r}))
+
+
+def _curve(curves: pd.DataFrame, where: dict, metric: str) -> pd.DataFrame:
+    rows = _match(curves, {**where, "measure": metric})
+    return rows.sort_values("oracle_calls_per_n")[["oracle_calls_per_n", "mean", "std"]].reset_index(drop=True)
+
+
+def _at(curve: pd.DataFrame, x: float) -> tuple[float, float]:
+    """The last evaluation at or before ``x`` oracle calls per n."""
+    i = int(np.searchsorted(curve["oracle_calls_per_n"].to_numpy(float), x, side="right")) - 1
+    return float(curve["mean"].iloc[i]), float(curve["std"].iloc[i])
+
+
+def check_curve(tables: Tables, name: str, check: dict, settings: dict) -> Outcome:
+    curves = tables.get(name, "_curves")
+    if curves is None:
+        return Outcome(None, test=f"no curve table {name}_curves")
+    base = check.get("match", {})
+    ca, cb = (_curve(curves, {**base, **check[k]}, check["metric"]) for k in ("rows_a", "rows_b"))
+    la, lb = (" ".join(str(v) for v in check[k].values()) for k in ("rows_a", "rows_b"))
+    if ca.empty or cb.empty:
+        return Outcome(None, test=f"no {check['metric']} curve of {la if ca.empty else lb} in {name}_curves")
+    lo = max(ca["oracle_calls_per_n"].min(), cb["oracle_calls_per_n"].min())
+    hi = min(ca["oracle_calls_per_n"].max(), cb["oracle_calls_per_n"].max())
+    grid = sorted({float(x) for c in (ca, cb) for x in c["oracle_calls_per_n"] if lo <= x <= hi})
+    sign = -1.0 if check.get("better", "lower") == "higher" else 1.0
+    ma, sa = _at(ca, hi)
+    mb, sb = _at(cb, hi)
+    ours = f"at {hi:g} calls/n: {la} {_g(ma)} ± {_g(sa)}, {lb} {_g(mb)} ± {_g(sb)}"
+    if check["relation"] == "not_worse":
+        tol = check.get("tolerance", {}).get("abs", 0.0)
+        return Outcome(sign * (ma - mb) <= tol, ours, "", f"difference {ma - mb:+.4g}", f"no worse by more than {tol:g}")
+    below = [sign * (_at(ca, x)[0] - _at(cb, x)[0]) <= 0 for x in grid]
+    start = next((grid[i] for i in range(len(grid)) if all(below[i:])), None)
+    separated = sign * (ma - mb) < -(sa + sb)
+    word = "below" if sign > 0 else "above"
+    if start is None:
+        test = f"{la} not {word} {lb} at the last common budget"
+    else:
+        test = (f"{la} at or {word} {lb} from {start:g} calls/n on; "
+                + ("apart by more than the spreads at the end" if separated else "not apart by the spreads at the end"))
+    return Outcome(bool(separated and start is not None), ours, "", test, "from some budget on, and apart at the end")
+
+
+CHECKS = {"value": check_value, "order": check_order, "best": check_best, "trend": check_trend,
+          "curve": check_curve}
+
+
+# --- the ledger -------------------------------------------------------------------------------
+
+def _edges(tables: Tables, name: str, check: dict, methods) -> list[str]:
+    selection = tables.get(name, "_selection")
+    if selection is None or selection.empty:
+        return []
+    where = {k: v for k, v in check.get("match", {}).items() if k in ("task", "dataset")}
+    metric = check.get("metric") or check.get("match", {}).get("metric")
+    if metric and "scope" in selection:  # a choice made for other metrics says nothing of this one
+        scopes = selection["scope"].astype(object).fillna("").astype(str)
+        selection = selection[(scopes == "") | scopes.map(lambda s: metric in s.split())]
+    notes = []
+    for method in [m for m in methods if m]:
+        notes += edge_notes(selection, {**where, "method": method})
+    return [f"{name}: {n}" for n in notes]
+
+
+def evaluate(claim: dict, tables: Tables, settings: dict, causes) -> dict:
+    """One ledger row of an expanded claim."""
+    check = claim["check"]
+    run = CHECKS[check["kind"]]
+    primary = run(tables, check["table"], check, settings)
+    verdict, held = None, None
+    alternatives = []
+    for protocol in claim.get("protocols", []):
+        out = run(tables, protocol, check, settings)
+        if out.ok is None:
+            continue
+        alternatives.append(f"{protocol}: {REPRODUCED if out.ok else NOT_REPRODUCED} ({out.ours}; {out.test})")
+        if out.ok and held is None:
+            held = protocol
+    if claim.get("unavailable") and primary.ok is None:
+        verdict = CANNOT
+        primary.test = claim["unavailable"]
+    elif primary.ok:
+        verdict = REPRODUCED
+    elif primary.ok is None:
+        verdict = CANNOT if held is None else f"{UNDER} {held}"
+    else:
+        verdict = NOT_REPRODUCED if held is None else f"{UNDER} {held}"
+    edges = _edges(tables, check["table"], check, primary.methods)
+    if verdict.startswith(UNDER):
+        edges += _edges(tables, held, check, primary.methods)
+    found = [c for c in causes if fnmatch.fnmatchcase(claim["id"], c["match"])] if verdict != REPRODUCED else []
+    return {"id": claim["id"], "paper": claim["paper"], "where": claim["where"], "statement": claim["statement"],
+            "kind": check["kind"], "table": check["table"], "verdict": verdict, "ours": primary.ours,
+            "paper_value": primary.paper, "test": primary.test, "tolerance": primary.tolerance,
+            "protocols": "; ".join(alternatives), "grid_edges": "; ".join(edges),
+            "cause": " ".join(c["text"] for c in found),
+            "evidence": "; ".join(c["evidence"] for c in found if c.get("evidence"))}
+
+
+def ledger(claims_path, report_dir) -> pd.DataFrame:
+    """Every expanded claim of ``claims_path`` with its verdict, from the tables in ``report_dir``."""
+    data = load_claims(claims_path)
+    settings = {k: data[k] for k in ("alpha", "tie", "tolerance")}
+    tables = Tables(report_dir)
+    rows = [evaluate(c, tables, settings, data.get("causes", []))
+            for claim in data["claims"] for c in expand(claim, tables, settings)]
+    return pd.DataFrame.from_records(rows, columns=COLUMNS)
+
+
+def verdict_class(verdict: str) -> str:
+    """The verdict without its protocol (``reproduced under``)."""
+    return UNDER if str(verdict).startswith(UNDER) else str(verdict)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per paper: the count of claims of each verdict class and in all."""
+    classes = [REPRODUCED, UNDER, NOT_REPRODUCED, CANNOT]
+    kinds = table["verdict"].map(verdict_class)
+    out = pd.crosstab(table["paper"], kinds).reindex(columns=classes, fill_value=0)
+    out = out.reindex(list(dict.fromkeys(table["paper"])))
+    out["claims"] = out.sum(axis=1)
+    return out.reset_index()
+
+
+def claim_tables(claims_path) -> list[str]:
+    """The tables (experiments) the claims read, primary and protocol alike."""
+    data = load_claims(claims_path)
+    names = [c["check"]["table"] for c in data["claims"]] + [p for c in data["claims"] for p in c.get("protocols", [])]
+    return list(dict.fromkeys(names))

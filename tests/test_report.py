@@ -347,6 +347,10 @@ def test_report_index_command_links_the_tables_present(tmp_path, monkeypatch):
              "n_splits": 10, "reference": r} for m, v, r in (("KDE", 0.28, 0.736), ("QS", 0.24, 0.647))]
     write_csv(pd.DataFrame(rows), tmp_path / "reports" / "tables" / "qs_usps.csv")
     (tmp_path / "reports" / "figures" / "qs_usps.png").write_bytes(b"png")
+    write_csv(pd.DataFrame([{"task": "reconstruction", "dataset": "usps", "method": "QS", "param": "lam", "scope": "",
+                             "grid_min": 1e-5, "grid_max": 0.1, "grid_size": 5, "n_runs": 10, "n_at_min": 3,
+                             "n_at_max": 0, "chosen": "1e-05:3 0.0001:7"}]),
+              tmp_path / "reports" / "tables" / "qs_usps_selection.csv")
     (tmp_path / "reports" / "figures" / "qs_usps" / "digits.png").write_bytes(b"png")
     (tmp_path / "data" / "raw" / "usps").mkdir(parents=True)
     (tmp_path / "data" / "raw" / "usps" / ".verified").write_text('{"zip.train.gz": "66eb"}')
@@ -358,6 +362,8 @@ def test_report_index_command_links_the_tables_present(tmp_path, monkeypatch):
     page = (tmp_path / "reports" / "index.html").read_text()
     assert "tables/qs_usps.csv" in page and "figures/qs_usps.png" in page and "figures/qs_usps/digits.png" in page
     assert "a choice" in page and "66eb" in page and "0.647" in page
+    assert "usps QS: lam at the grid&#x27;s smallest value 1e-05 in 3 of 10 runs" in page
+    assert "href='tables/qs_usps_selection.csv'" in page
     assert "tables/qs_robust.csv" not in page
     assert main(["report", "index", "--config", "missing.yaml"]) == 2
 

@@ -127,13 +127,14 @@ def ledger_section(ledger: pd.DataFrame, ledger_path: str, pages: set) -> str:
     return "\n".join(parts)
 
 
-def grid_edge_note(selection_path) -> str:
-    """The selections at an edge of their grid, from a table's ``_selection.csv`` (empty: none)."""
+def grid_edge_note(selection_path, link: str) -> str:
+    """The selections at an edge of their grid, from a table's ``_selection.csv`` (empty: none);
+    ``link``: the file's address from the page."""
     notes = edge_notes(_read_optional(selection_path)) if Path(selection_path).is_file() else []
     if not notes:
         return ""
     return ("<p>Selected at an edge of the search grid (the optimum may lie outside it; "
-            f"<a href='{html.escape(Path(selection_path).name)}'>all selections</a>):</p><ul>"
+            f"<a href='{link}'>all selections</a>):</p><ul>"
             + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
 
 
@@ -179,7 +180,8 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             parts.append("<p>Departures from the paper:</p><ul>"
                          + "".join(f"<li>{html.escape(d)}</li>" for d in departures) + "</ul>")
         parts.append(experiment.page(table, test_table, loaded))
-        parts.append(grid_edge_note(Path(table_path).with_name(f"{name}_selection.csv")))
+        selection = Path(table_path).with_name(f"{name}_selection.csv")
+        parts.append(grid_edge_note(selection, rel(selection)))
         if name in config:
             settings = yaml.safe_dump({name: config[name]}, sort_keys=False)
             parts.append(f"<details><summary>settings used</summary><pre>{html.escape(settings)}</pre></details>")

@@ -255,3 +255,13 @@ def test_report_provenance_ignores_the_report_folder(tmp_path):
     assert git_commit(tmp_path).endswith("+dirty")
     (tmp_path / "code.py").write_text("x = 2\n")
     assert git_commit(tmp_path, ignore=[tmp_path / "reports"]).endswith("+dirty")
+
+
+def test_evidence_links_the_tables_it_names():
+    from structpred.report.html import _link_evidence
+
+    out = _link_evidence("agm_emotion departures; table agm_emotion_unnormalised; tables/agm_srl_selection.csv",
+                         {"agm_emotion", "agm_emotion_unnormalised", "agm_srl"})
+    assert out == ("<a href='#agm_emotion'>agm_emotion</a> departures; table "
+                   "<a href='#agm_emotion_unnormalised'>agm_emotion_unnormalised</a>; "
+                   "<a href='tables/agm_srl_selection.csv'>tables/agm_srl_selection.csv</a>")

@@ -10,6 +10,7 @@ import html
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -118,6 +119,8 @@ def ledger_section(ledger: pd.DataFrame, ledger_path: str, pages: set) -> str:
             cells = []
             for c in columns:
                 text = "" if pd.isna(r[c]) else html.escape(str(r[c]))
+                if c == "evidence":
+                    text = _link_evidence(text, pages)
                 if c == "id" and r["table"] in pages:
                     text = f"<a href='#{html.escape(str(r['table']))}'>{text}</a>"
                 cls = f" class='{_verdict_class(str(r[c]))}'" if c == "verdict" else ""
@@ -125,6 +128,17 @@ def ledger_section(ledger: pd.DataFrame, ledger_path: str, pages: set) -> str:
             parts.append("<tr>" + "".join(cells) + "</tr>")
         parts.append("</table></details>")
     return "\n".join(parts)
+
+
+def _link_evidence(text: str, pages: set) -> str:
+    """Evidence text with each report table it names (``agm_emotion_unnormalised``, ``m4n_table1
+    departures``) linked to that table's page, and each ``tables/<file>.csv`` to the file."""
+    text = re.sub(r"\btables/([A-Za-z0-9_]+\.csv)", r"<a href='tables/\1'>tables/\1</a>", text)
+    names = sorted(pages, key=len, reverse=True)
+    if not names:
+        return text
+    pattern = r"(?<![/\w'#])(" + "|".join(map(re.escape, names)) + r")(?![\w.])"
+    return re.sub(pattern, r"<a href='#\1'>\1</a>", text)
 
 
 def grid_edge_note(selection_path, link: str) -> str:

@@ -41,6 +41,7 @@ import numpy as np
 from structpred.errors import ConfigError
 from structpred.experiments.registry import Experiment, register
 from structpred.experiments.results import select_first_min
+from structpred.solvers.driver import relative_gap
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,7 @@ def _convergence(est, loss: str, settings: dict) -> dict[str, float]:
     if settings.get("rtol") is None:
         return {}
     last = est.history_.iloc[-1]
-    return {f"{loss}_rel_gap": float(last["gap"]) / abs(float(last["primal"])), f"{loss}_passes": float(last["pass"])}
+    return {f"{loss}_rel_gap": relative_gap(last), f"{loss}_passes": float(last["pass"])}
 
 
 def method_lambdas(method: str, lambdas, certified: bool = False) -> list[float]:
@@ -250,7 +251,6 @@ class EmotionTable(Experiment):
     name = "agm_emotion"
     title = "AGM (NeurIPS 2018) Table 1: facial emotion intensity, average test loss over 20 splits"
     needs = ("view", "selection")
-    has_selection = True
     #: settings every CV or split job depends on
     KEYS = ("losses", "n_train", "validation", "lambdas", "cv_passes", "n_passes", "edge_features", "adagrad_step",
             "coef_init", "game", "oracle_iterations")

@@ -13,33 +13,18 @@ relative duality gap (or a cap of passes), beside the paper-budget table.
 from __future__ import annotations
 
 import logging
-import re
 import time
 
 import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
+from structpred.experiments.m4n_labels import parse_table2_method, table2_method
 from structpred.experiments.registry import Experiment, register
+from structpred.solvers.driver import relative_gap
 from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
-
-_TABLE2_METHOD = re.compile(r"^M4N-K(?P<k>\d+)-(?P<ws>warm|cold)$")
-
-
-def table2_method(n_iter: int, warm: bool) -> str:
-    """Method label of one Table 2 configuration, e.g. ``M4N-K10-warm``."""
-    return f"M4N-K{n_iter}-{'warm' if warm else 'cold'}"
-
-
-def parse_table2_method(name: str) -> tuple[int, bool]:
-    """Inverse of :func:`table2_method`."""
-    match = _TABLE2_METHOD.match(name)
-    if not match:
-        raise ConfigError(f"not a Table 2 method label: {name!r} (expected e.g. 'M4N-K10-warm')")
-    return int(match["k"]), match["ws"] == "warm"
-
 
 def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
                    oracle_iterations: int, warm_start: bool, random_state: int, eval_every: int = 1,
@@ -86,7 +71,7 @@ def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, 
         record["oracle_gap"] = float(last["oracle_gap"])
     if rtol is not None:
         record["passes"] = int(last["pass"])
-        record["rel_gap"] = float(last["gap"]) / abs(float(last["primal"]))
+        record["rel_gap"] = relative_gap(last)
     return record, est.history_.assign(lam=float(lam))
 
 

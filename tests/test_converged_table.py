@@ -85,7 +85,7 @@ def test_report_page_sets_the_budget_beside_the_converged_losses():
 
 
 def test_convergence_note_under_a_cell():
-    from structpred.report.html import convergence_note
+    from structpred.report.cells import convergence_note
 
     assert convergence_note(2.5e-6, 1.0) == "<br><span class=paper>gap/primal 2.5e-06, 1 pass</span>"   # the dual QP
     assert convergence_note(9.4e-4, 711.0).endswith("gap/primal 9.4e-04, 711 passes</span>")

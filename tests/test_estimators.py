@@ -89,3 +89,16 @@ def test_bad_input():
         est.predict(X[:, :2])
     with pytest.raises(StructpredError):
         M3N().fit(X, y, X_val=X)
+
+
+def test_method_names_map_to_one_estimator_each():
+    from structpred.errors import ConfigError
+    from structpred.estimators import AGM, M3N
+    from structpred.estimators.methods import make_estimator
+
+    ssvm = make_estimator("SSVM", loss="zero_one", n_labels=3, lam=0.1)
+    assert type(ssvm) is M3N and ssvm.get_params() == M3N(loss="zero_one", n_labels=3, lam=0.1).get_params()
+    spmp = make_estimator("AGM-SPMP", loss="zero_one", n_labels=3, game="exact")
+    assert type(spmp) is AGM and spmp.game == "spmp"  # the name fixes the game
+    with pytest.raises(ConfigError, match="unknown method 'SVM'; known: M3N, SSVM, CRF, M4N, AGM, AGM-SPMP"):
+        make_estimator("SVM")

@@ -210,7 +210,7 @@ def test_best_tests_bold_is_best_or_not_significantly_worse():
     assert pair["p_value"] == pytest.approx(wilcoxon(WORSE, NEAR_TIE, zero_method="zsplit").pvalue)
     assert pair["mean_diff"] == pytest.approx(float(np.mean(WORSE - NEAR_TIE)))
     # and bold_of reads only the rows against the best
-    from structpred.report.html import bold_of
+    from structpred.report.cells import bold_of
     assert not bold_of(tests)[("emotion", "ck", "zero_one", "CRF")]
     assert bold_of(tests)[("emotion", "ck", "zero_one", "SSVM")]
 
@@ -323,7 +323,7 @@ def test_index_renders_agm_emotion_with_its_renderer(tmp_path):
 
 
 def test_emotion_figure_is_deterministic(tmp_path):
-    from structpred.report.figures import experiment_figure
+    from structpred.report.experiment_figures import experiment_figure
     table, _ = _emotion_table()
     csv = tmp_path / "agm_emotion.csv"
     table.to_csv(csv, index=False)

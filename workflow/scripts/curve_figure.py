@@ -1,4 +1,4 @@
-from structpred.report.curves import write_curve_figure
+from structpred.report.experiment_figures import write_curve_figure
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)

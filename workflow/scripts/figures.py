@@ -1,4 +1,4 @@
-from structpred.report.figures import experiment_figure
+from structpred.report.experiment_figures import experiment_figure
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)

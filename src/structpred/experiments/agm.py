@@ -39,8 +39,10 @@ import logging
 import numpy as np
 
 from structpred.errors import ConfigError
+from structpred.estimators.methods import make_estimator
 from structpred.experiments.registry import Experiment, register
 from structpred.experiments.results import select_first_min
+from structpred.solvers.driver import relative_gap
 
 log = logging.getLogger(__name__)
 
@@ -111,26 +113,21 @@ def method_estimator(method: str, space, lam: float, settings: dict, n_passes: i
     ``<= rtol * primal``, ``settings["options"]`` are more estimator arguments (``solver: qp``: the
     dual QP), and AGM's objective is minimised through its dual (:class:`~structpred.estimators.M4N`
     with ``game="exact"``), which certifies the gap (AdaGrad has none)."""
-    from structpred.estimators import AGM, CRF, M3N, M4N
-
+    if method not in ("AGM", "CRF", "SSVM", "M4N", "AGM-SPMP"):
+        raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N, AGM-SPMP")
     common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,
               "eval_every": n_passes}
     if settings.get("rtol") is not None:
         common.update(rtol=settings["rtol"], eval_every=min(settings["eval_every"], n_passes),
                       **settings.get("options", {}))
-        if method == "AGM":
-            return M4N(**common, game="exact")
+        if method == "AGM":  # AGM's objective through its dual, which certifies the gap
+            return make_estimator("M4N", **common, game="exact")
     if method in PRIMAL_METHODS:
-        return AGM(**common, step=settings["adagrad_step"], n_iter_oracle=settings["oracle_iterations"],
-                   game="spmp" if method == "AGM-SPMP" else settings["game"],
-                   coef_init=settings.get("coef_init", 0.0))
-    if method == "M4N":
-        return M4N(**common, n_iter_oracle=settings["oracle_iterations"])
-    if method == "SSVM":
-        return M3N(**common)
-    if method == "CRF":
-        return CRF(**common)
-    raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N, AGM-SPMP")
+        common.update(step=settings["adagrad_step"], n_iter_oracle=settings["oracle_iterations"],
+                      game=settings["game"], coef_init=settings.get("coef_init", 0.0))
+    elif method == "M4N":
+        common.update(n_iter_oracle=settings["oracle_iterations"])
+    return make_estimator(method, **common)
 
 
 def _estimator(method: str, loss: str, lam: float, settings: dict, n_passes: int, seed: int):
@@ -168,7 +165,7 @@ def _convergence(est, loss: str, settings: dict) -> dict[str, float]:
     if settings.get("rtol") is None:
         return {}
     last = est.history_.iloc[-1]
-    return {f"{loss}_rel_gap": float(last["gap"]) / abs(float(last["primal"])), f"{loss}_passes": float(last["pass"])}
+    return {f"{loss}_rel_gap": relative_gap(last), f"{loss}_passes": float(last["pass"])}
 
 
 def method_lambdas(method: str, lambdas, certified: bool = False) -> list[float]:
@@ -250,7 +247,6 @@ class EmotionTable(Experiment):
     name = "agm_emotion"
     title = "AGM (NeurIPS 2018) Table 1: facial emotion intensity, average test loss over 20 splits"
     needs = ("view", "selection")
-    has_selection = True
     #: settings every CV or split job depends on
     KEYS = ("losses", "n_train", "validation", "lambdas", "cv_passes", "n_passes", "edge_features", "adagrad_step",
             "coef_init", "game", "oracle_iterations")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.report.figures import save_figure
-from structpred.report.html import bold_of, cell, convergence_note, fmt, paper_note
+from structpred.report.cells import bold_of, cell, convergence_note, fmt, paper_note
 
 #: AGM Table 1's losses in the paper's row order: metric -> label
 EMOTION_LOSSES = {

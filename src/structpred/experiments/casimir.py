@@ -24,25 +24,17 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
+from structpred.experiments.casimir_names import METHODS, c_label
 from structpred.experiments.registry import Experiment, register
 
 log = logging.getLogger(__name__)
 
-METHODS = ("SGD", "BCFW", "SVRG", "Casimir-SVRG-const", "Casimir-SVRG-adapt")
 #: the settings a figure may sweep (keys of a method's block)
 SWEEPS = ("mu", "K", "warm_start", "smoothing")
 HELD_OUT = ("testa", "testb")
-#: per-epoch measures of a run, in the order the curve table gives them
-MEASURES = ("train_objective", "testa_objective", "testa_token_f1", "testa_entity_f1",
-            "testb_objective", "testb_token_f1", "testb_entity_f1")
 #: the metrics of the table: the values at the end of the budget
 TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "testa_token_f1", "testb_token_f1",
                  "testb_entity_f1", "initial_train_objective")
-
-
-def c_label(c) -> str:
-    """``1``, ``0.1``, ``0.01``: how ``c`` reads in job names and tables."""
-    return f"{float(c):g}"
 
 
 def dataset_name(figure: str, c) -> str:
@@ -211,31 +203,28 @@ def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_ev
 
 
 class CurveFigures(Experiment):
-    """An experiment of Casimir's figures: its report module (``report``) gives the table
+    """An experiment of Casimir's figures: its report module (:meth:`report`) gives the table
     (``render_table``), the summary ``summary_figure``, and the per-epoch ``curve_table`` and
     ``curve_figure``; there are no paired tests."""
 
-    report = ""
-
-    def _hook(self, name):
-        import importlib
-
-        return getattr(importlib.import_module(self.report), name)
+    def report(self):
+        """The module of the report hooks (imported when the report needs it: jobs do not)."""
+        raise NotImplementedError
 
     def render(self, table, tests):
-        return self._hook("render_table")(table)
+        return self.report().render_table(table)
 
     def figure(self, table, path):
-        self._hook("summary_figure")(table, path)
+        self.report().summary_figure(table, path)
 
     def tests(self, selected):
         return pd.DataFrame()
 
     def curve_table(self, histories):
-        return self._hook("curve_table")(histories)
+        return self.report().curve_table(histories)
 
     def curve_figure(self, panel, curves, path):
-        self._hook("curve_figure")(panel, curves, path)
+        self.report().curve_figure(panel, curves, path)
 
 
 @register
@@ -247,7 +236,11 @@ class NerFigures(CurveFigures):
     needs = ("view",)
     key = ("figure", "c", "method", "variant", "metric")
     count = "n_seeds"
-    report = "structpred.experiments.casimir_report"
+
+    def report(self):
+        from structpred.experiments import casimir_report
+
+        return casimir_report
 
     def jobs(self, config):
         s = config[self.name]

@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.experiments.casimir import MEASURES, METHODS, c_label
+from structpred.experiments.casimir_names import METHODS, NER_MEASURES, c_label
 from structpred.report.figures import save_figure
-from structpred.report.html import fmt
+from structpred.report.cells import fmt
 
 RUN = ["figure", "c", "method", "variant"]
 COLUMNS = {
@@ -102,7 +102,7 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
     if histories.empty:
         return pd.DataFrame(columns=RUN + ["pass", "oracle_calls_per_n", "measure", "mean", "std", "n_seeds"])
     frame = histories.assign(variant=histories["variant"].map(_variant))
-    measures = [m for m in MEASURES if m in frame]
+    measures = [m for m in NER_MEASURES if m in frame]
     long = frame.melt(id_vars=RUN + ["seed", "pass", "oracle_calls_per_n"], value_vars=measures,
                       var_name="measure", value_name="value")
     grouped = long.groupby(RUN + ["pass", "measure"], sort=False)
@@ -112,7 +112,7 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
     out = out[RUN + ["pass", "oracle_calls_per_n", "measure", "mean", "std", "n_seeds"]]
     order = {m: i for i, m in enumerate(METHODS)}
     keys = out.assign(_c=-out["c"].astype(float), _m=out["method"].map(order),
-                      _q=out["measure"].map({m: i for i, m in enumerate(MEASURES)}))
+                      _q=out["measure"].map({m: i for i, m in enumerate(NER_MEASURES)}))
     keys = keys.sort_values(["figure", "_c", "_m", "variant", "_q", "pass"], kind="stable")
     return keys[out.columns].reset_index(drop=True)
 

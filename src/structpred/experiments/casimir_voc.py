@@ -25,11 +25,10 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.casimir import METHODS, CurveFigures, make_rule, train_curve
+from structpred.experiments.casimir import CurveFigures, make_rule, train_curve
+from structpred.experiments.casimir_names import METHODS
 from structpred.experiments.registry import register
 
-#: per-epoch measures of a run, in the order the curve table gives them
-MEASURES = ("train_objective", "held_objective", "held_corloc", "held_ap", "held_mean_iou", "train_corloc")
 #: the metrics of the table: the values at the end of the budget
 TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "held_objective", "held_corloc", "held_ap",
                  "held_mean_iou", "train_corloc", "initial_train_objective")
@@ -109,7 +108,11 @@ class VocFigure3(CurveFigures):
     title = "Casimir (NeurIPS 2018) Figure 3: PASCAL VOC 2007 localisation (convex), values at the end of each budget"
     needs = ("candidates",)
     count = "n_seeds"
-    report = "structpred.experiments.casimir_voc_report"
+
+    def report(self):
+        from structpred.experiments import casimir_voc_report
+
+        return casimir_voc_report
 
     def jobs(self, config):
         s = config[self.name]

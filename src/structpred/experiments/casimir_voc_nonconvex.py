@@ -48,7 +48,6 @@ class VocNonConvex(VocFigure3):
     name = "casimir_voc_nonconvex"
     title = ("Casimir (NeurIPS 2018) Figures 4, 6, 7: PASCAL VOC 2007 localisation, non-convex score, "
              "values at the end of each budget")
-    report = "structpred.experiments.casimir_voc_report"
 
     def jobs(self, config):
         s = config[self.name]

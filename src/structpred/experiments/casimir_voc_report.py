@@ -11,11 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.experiments.casimir import METHODS
+from structpred.experiments.casimir_names import METHODS, VOC_MEASURES
 from structpred.experiments.casimir_report import band
-from structpred.experiments.casimir_voc import MEASURES
 from structpred.report.figures import save_figure
-from structpred.report.html import fmt
+from structpred.report.cells import fmt
 
 #: a run of the curve table: the devkit (voc2007 or synthetic), the class, the method
 RUN = ["data", "dataset", "method"]
@@ -83,7 +82,7 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
     cols = RUN + ["pass", "oracle_calls_per_n", "measure", "mean", "std", "n_seeds"]
     if histories.empty:
         return pd.DataFrame(columns=cols)
-    measures = [m for m in MEASURES if m in histories]
+    measures = [m for m in VOC_MEASURES if m in histories]
     long = histories.melt(id_vars=RUN + ["seed", "pass", "oracle_calls_per_n"], value_vars=measures,
                           var_name="measure", value_name="value")
     out = long.groupby(RUN + ["pass", "measure"], sort=False).agg(
@@ -91,7 +90,7 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
         std=("value", lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0),
         n_seeds=("value", "count")).reset_index()[cols]
     keys = out.assign(_m=out["method"].map({m: i for i, m in enumerate(METHODS)}),
-                      _q=out["measure"].map({m: i for i, m in enumerate(MEASURES)}))
+                      _q=out["measure"].map({m: i for i, m in enumerate(VOC_MEASURES)}))
     return keys.sort_values(["dataset", "_m", "_q", "pass"], kind="stable")[cols].reset_index(drop=True)
 
 

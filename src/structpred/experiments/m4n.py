@@ -13,55 +13,37 @@ relative duality gap (or a cap of passes), beside the paper-budget table.
 from __future__ import annotations
 
 import logging
-import re
 import time
 
 import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
+from structpred.experiments.m4n_labels import parse_table2_method, table2_method
+from structpred.estimators.methods import make_estimator
 from structpred.experiments.registry import Experiment, register
+from structpred.solvers.driver import relative_gap
 from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
 
-_TABLE2_METHOD = re.compile(r"^M4N-K(?P<k>\d+)-(?P<ws>warm|cold)$")
-
-
-def table2_method(n_iter: int, warm: bool) -> str:
-    """Method label of one Table 2 configuration, e.g. ``M4N-K10-warm``."""
-    return f"M4N-K{n_iter}-{'warm' if warm else 'cold'}"
-
-
-def parse_table2_method(name: str) -> tuple[int, bool]:
-    """Inverse of :func:`table2_method`."""
-    match = _TABLE2_METHOD.match(name)
-    if not match:
-        raise ConfigError(f"not a Table 2 method label: {name!r} (expected e.g. 'M4N-K10-warm')")
-    return int(match["k"]), match["ws"] == "warm"
-
-
-def make_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
+def table_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
                    oracle_iterations: int, warm_start: bool, random_state: int, eval_every: int = 1,
                    rtol: float | None = None, options: dict | None = None):
     """The scikit-learn style estimator of ``method`` for the output space named by ``loss``
     (:func:`structpred.outputs.make_space`) with ``n_labels`` labels; ``rtol`` stops it at a
     certified relative duality gap; ``options``: more of the estimator's keyword arguments
     (e.g. M3N's ``steps``, M4N's ``warm_start_mix``)."""
-    from structpred.estimators import CRF, M3N, M4N
-
+    if method not in ("M3N", "CRF", "M4N"):
+        raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
     common = {"loss": loss, "n_labels": n_labels, "lam": lam, "n_passes": n_passes,
               "random_state": random_state, "eval_every": eval_every}
     if rtol is not None:
         common["rtol"] = rtol
     common.update(options or {})
-    if method == "M3N":
-        return M3N(**common)
-    if method == "CRF":
-        return CRF(**common)
     if method == "M4N":
-        return M4N(**{"n_iter_oracle": oracle_iterations, "warm_start_oracle": warm_start, **common})
-    raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
+        common = {"n_iter_oracle": oracle_iterations, "warm_start_oracle": warm_start, **common}
+    return make_estimator(method, **common)
 
 
 def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, n_passes: int,
@@ -73,7 +55,7 @@ def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, 
     ``oracle_gap`` for M4N; with ``rtol``, the passes run and the relative gap ``rel_gap``)
     and its history."""
     (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = parts
-    est = make_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
+    est = table_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
                          oracle_iterations=oracle_iterations, warm_start=warm_start,
                          random_state=random_state, eval_every=eval_every, rtol=rtol, options=options)
     start = time.perf_counter()
@@ -86,7 +68,7 @@ def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, 
         record["oracle_gap"] = float(last["oracle_gap"])
     if rtol is not None:
         record["passes"] = int(last["pass"])
-        record["rel_gap"] = float(last["gap"]) / abs(float(last["primal"]))
+        record["rel_gap"] = relative_gap(last)
     return record, est.history_.assign(lam=float(lam))
 
 

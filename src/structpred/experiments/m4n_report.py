@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.experiments.m4n import parse_table2_method, table2_method
+from structpred.experiments.m4n_labels import parse_table2_method, table2_method
 from structpred.report.figures import save_figure
-from structpred.report.html import cell, convergence_note, fmt
+from structpred.report.cells import cell, convergence_note, fmt
 
 
 def m4n_pairs(methods) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.report.figures import save_figure
-from structpred.report.html import bold_of, cell
+from structpred.report.cells import bold_of, cell
 
 
 def render_grid(table: pd.DataFrame, tests: pd.DataFrame, *, rows: str, metric: str | None = None,

@@ -29,8 +29,6 @@ class Experiment:
     title = ""
     #: input kinds of a training job (:data:`INPUT_KINDS`)
     needs: tuple = ("features",)
-    #: whether a model-selection stage runs once per (dataset, method) before the splits
-    has_selection = False
     #: tasks whose losses the report prints in percent
     percent_tasks: frozenset = frozenset()
     #: the columns that identify a row of the tidy table (and of the references); an
@@ -83,7 +81,8 @@ class Experiment:
         raise NotImplementedError
 
     def select(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str) -> list[dict]:
-        """The model-selection stage (experiments with ``has_selection``)."""
+        """The model-selection stage, run once per (dataset, method) before the splits by experiments
+        whose jobs need a ``selection`` input (:attr:`needs`)."""
         raise NotImplementedError
 
     def render(self, table: pd.DataFrame, tests: pd.DataFrame) -> str:
@@ -130,9 +129,9 @@ def register(cls: type[Experiment]) -> type[Experiment]:
 
 
 def get(name: str) -> Experiment:
-    """The registered experiment ``name`` (one clear error for an unknown name)."""
-    import structpred.experiments  # noqa: F401  (registers every experiment)
-
+    """The registered experiment ``name`` (one clear error for an unknown name). Every experiment
+    is registered by then: importing this module runs ``structpred/experiments/__init__.py``
+    first, which imports each experiment module."""
     if name not in EXPERIMENTS:
         raise ConfigError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
     return EXPERIMENTS[name]

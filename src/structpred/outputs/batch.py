@@ -16,13 +16,6 @@ def is_ragged(batch) -> bool:
     return isinstance(batch, (list, tuple))
 
 
-def as_batch(batch):
-    """A ragged batch as a list, a dense one as an at-least-2-d float array."""
-    if is_ragged(batch):
-        return list(batch)
-    return np.atleast_2d(np.asarray(batch, dtype=np.float64))
-
-
 def rowdot(V, Phi) -> np.ndarray:
     """``<v_i, phi_i>`` per sample, for dense or ragged batches."""
     if is_ragged(V):

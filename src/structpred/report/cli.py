@@ -48,7 +48,7 @@ def _update(args) -> int:
     from structpred.errors import ConfigError
     from structpred.experiments.registry import get
     from structpred.report.aggregate import update_files
-    from structpred.report.figures import experiment_figure
+    from structpred.report.experiment_figures import experiment_figure
 
     config = _load_config(args.config)
     if args.experiment not in config["experiments"]:

@@ -169,6 +169,11 @@ def progress(iterable, verbose: bool, desc: str):
     return iterable
 
 
+def relative_gap(rec) -> float:
+    """A history record's certified duality gap over its primal objective, ``gap / |primal|``."""
+    return float(rec["gap"]) / abs(float(rec["primal"]))
+
+
 def _converged(rec: dict, tol, rtol) -> bool:
     """The record's certified gap is below the absolute ``tol`` or the relative ``rtol``."""
     return (tol is not None and rec["gap"] <= tol) or (rtol is not None and rec["gap"] <= rtol * abs(rec["primal"]))

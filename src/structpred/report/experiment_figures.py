@@ -1,5 +1,6 @@
-"""Training curves of the report: every job's per-epoch history -> one curve table per
-experiment (its ``curve_table`` hook), and each of its curve figures drawn from that table."""
+"""The report's figures as each experiment draws them (its registry hooks): the summary figure from
+its tidy table, and for experiments of training curves, the curve table from every job's
+per-epoch history and each curve figure from that table."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from structpred.experiments.registry import get
 from structpred.experiments.results import write_csv
 
 log = logging.getLogger(__name__)
+
+
+def experiment_figure(experiment: str, table_path, path) -> None:
+    """The figure of ``experiment`` from its tidy table."""
+    get(experiment).figure(pd.read_csv(table_path), path)
+    log.info("wrote %s", path)
 
 
 def write_curve_table(experiment: str, history_paths, path) -> pd.DataFrame:

@@ -26,10 +26,12 @@ def test_jobs_and_names_of_the_paper_config(paper_config):
     assert len(jobs) == 45 + 36 + 12 + 36 + 18 == len(set(jobs))
     assert ("fig2_c0.01", "Casimir-SVRG-adapt", 2) in jobs and ("fig2_c0.01", "SGD", 3) not in jobs
     assert ("fig5c_c1", "Casimir-SVRG-const_warm_start=prox-centre", 2) in jobs
+    runs = exp.runs(paper_config)  # job names -> their runs, from the config (never parsed back)
     for dataset, method, _ in jobs:
-        figure, c = casimir.parse_dataset(dataset)
-        assert casimir.dataset_name(figure, c) == dataset
-        assert casimir.method_name(*casimir.parse_method(method)) == method
+        run = runs[(dataset, method)]
+        assert casimir.dataset_name(run["figure"], run["c"]) == dataset
+        assert casimir.method_name(run["method"], run["variant"]) == method
+    assert runs[("fig5a_c1", "Casimir-SVRG-adapt_mu=8")]["swept"] == {"mu": 8}
     assert exp.curve_panels(paper_config) == ["fig2", "fig5a", "fig5b", "fig5c", "fig5d"]
 
 
@@ -55,16 +57,20 @@ def test_settings_take_the_method_then_the_figure_then_the_sweep(paper_config):
 
 def test_bad_names_are_clear_errors(paper_config):
     exp = get("casimir_ner")
-    with pytest.raises(ConfigError, match="unknown casimir_ner method 'Adam'"):
-        exp.settings(paper_config, "fig2_c1", "Adam")
-    with pytest.raises(ConfigError, match="no figure 'fig9'"):
-        exp.settings(paper_config, "fig9_c1", "SGD")
-    with pytest.raises(ConfigError, match="not a casimir_ner job name"):
-        casimir.parse_dataset("fig2")
-    with pytest.raises(ConfigError, match="unknown casimir_ner sweep 'eta'"):
-        exp.settings(paper_config, "fig2_c1", "SGD_eta=3")
+    for dataset, method in (("fig2_c1", "Adam"), ("fig9_c1", "SGD"), ("fig2", "SGD"), ("fig2_c1", "SGD_eta=3")):
+        with pytest.raises(ConfigError, match=f"{dataset} / {method} is not a run of casimir_ner in this configuration"):
+            exp.settings(paper_config, dataset, method)
+    ten = yaml.safe_load(yaml.safe_dump(paper_config))
+    ten["casimir_ner"]["figures"]["fig2"]["c"] = [10]
     with pytest.raises(ConfigError, match="no eta0 for c = 10"):
-        exp.settings(paper_config, "fig2_c10", "SGD")
+        exp.settings(ten, "fig2_c10", "SGD")
+    sweep = yaml.safe_load(yaml.safe_dump(paper_config))
+    sweep["casimir_ner"]["figures"]["fig5a"]["sweep"] = "eta"
+    with pytest.raises(ConfigError, match="unknown sweep 'eta'"):
+        exp.jobs(sweep)
+    sweep["casimir_ner"]["figures"]["fig5a"] = {"c": [1], "n_seeds": 1, "methods": ["Adam"]}
+    with pytest.raises(ConfigError, match="unknown method 'Adam'"):
+        exp.jobs(sweep)
     bad = yaml.safe_load(yaml.safe_dump(paper_config))
     bad["casimir_ner"]["run"] = ["fig2", "fig7"]
     with pytest.raises(ConfigError, match=r"unknown figures \['fig7'\]"):

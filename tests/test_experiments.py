@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from structpred.errors import ConfigError
-from structpred.experiments.m4n import parse_table2_method, table2_method
+from structpred.experiments.m4n_labels import parse_table2_method, table2_method
 from structpred.experiments.seeding import int_seed, rng_for
 from structpred.experiments.splits import random_split, subsample_indices
 from structpred.io import atomic_open, write_text
@@ -76,7 +76,7 @@ def test_job_settings_depend_only_on_the_job():
                              "methods": ["M3N", "M4N"], "lambdas": [0.5], "n_passes": 3,
                              "oracle_iterations": 7, "warm_start": True, "eval_every": 2},
               "m4n_table2": {"task": "ord", "loss": "ordinal", "lambdas": [0.1], "n_passes": 100,
-                             "eval_every": 10}}
+                             "eval_every": 10, "oracle_iterations": [10, 30], "warm_start": [True, False]}}
     assert job_settings(config, "m4n_table1", "auto", "M4N") == {
         "task": "ord", "method": "M4N", "loss": "ordinal", "lambdas": [0.5], "n_passes": 3,
         "oracle_iterations": 7, "warm_start": True, "eval_every": 2}
@@ -84,6 +84,8 @@ def test_job_settings_depend_only_on_the_job():
     assert m3n["oracle_iterations"] is None and m3n["loss"] == "zero_one"
     t2 = job_settings(config, "m4n_table2", "auto", "M4N-K30-cold")
     assert (t2["oracle_iterations"], t2["warm_start"], t2["n_passes"]) == (30, False, 100)
+    with pytest.raises(ConfigError, match="'M4N-K50-cold' is not a configuration of m4n_table2 here"):
+        job_settings(config, "m4n_table2", "auto", "M4N-K50-cold")
     with pytest.raises(ConfigError, match="not in any task"):
         job_settings(config, "m4n_table1", "wine", "M3N")
 

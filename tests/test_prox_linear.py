@@ -165,7 +165,7 @@ def test_nonconvex_experiment_runs_on_a_candidate_file(tmp_path):
                                         "run": ["fig7a"], "figures": {"fig7a": {"sweep": "eta",
                                                                                 "runs": {"PL-Casimir-SVRG": [0.1, 10]}}}}}
     assert exp.jobs(config) == [("fig7a_aeroplane", "PL-Casimir-SVRG_eta=0.1", 0), ("fig7a_aeroplane", "PL-Casimir-SVRG_eta=10", 0)]
-    assert exp.voc_class("fig7a_aeroplane") == "aeroplane"
+    assert exp.voc_class(config, "fig7a_aeroplane") == "aeroplane"
     settings = exp.settings(config, "fig7a_aeroplane", "PL-Casimir-SVRG_eta=10")
     assert settings["hyper"]["eta"] == 10 and settings["hyper"]["inner_passes"] == 1
     rows, history = exp.run({"candidates": path}, settings, seed=0, dataset="fig7a_aeroplane",
@@ -174,8 +174,10 @@ def test_nonconvex_experiment_runs_on_a_candidate_file(tmp_path):
     assert len(F) == 4 and all(b <= a for a, b in zip(F, F[1:]))
     assert list(history["oracle_calls_per_n"]) == [0, 2, 4, 6]
     assert history["held_corloc"].between(0, 1).all() and history["held_ap"].between(0, 1).all()
-    with pytest.raises(ConfigError, match="unknown casimir_voc_nonconvex method"):
+    with pytest.raises(ConfigError, match="fig7a_aeroplane / Adam is not a run of casimir_voc_nonconvex"):
         exp.settings(config, "fig7a_aeroplane", "Adam")
+    with pytest.raises(ConfigError, match="'fig7a_cat' is not a figure and class of casimir_voc_nonconvex"):
+        exp.voc_class(config, "fig7a_cat")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU visible to torch")

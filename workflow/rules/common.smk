@@ -49,7 +49,7 @@ def input_paths(wc, kinds):
         "view": lambda: f"{PROCESSED_DIR}/{view}.npz",
         "stamp": lambda: view_stamp(view),
         "selection": lambda: f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
-        "candidates": lambda: f"data/candidates/{get(wc.experiment).voc_class(wc.dataset)}.npz",
+        "candidates": lambda: f"data/candidates/{get(wc.experiment).voc_class(config, wc.dataset)}.npz",
     }
     return {k: paths[k]() for k in kinds}
 

@@ -41,62 +41,44 @@ def dataset_name(figure: str, c) -> str:
     return f"{figure}_c{c_label(c)}"
 
 
-def parse_dataset(name: str) -> tuple[str, float]:
-    figure, sep, c = name.partition("_c")
-    try:
-        return figure, float(c)
-    except ValueError:
-        raise ConfigError(f"not a casimir_ner job name: {name!r} (expected e.g. 'fig2_c0.1')") from None
-
-
 def method_name(method: str, variant: str) -> str:
     return f"{method}_{variant}" if variant else method
 
 
-def parse_method(name: str) -> tuple[str, str]:
-    method, _, variant = name.partition("_")
-    if method not in METHODS:
-        raise ConfigError(f"unknown casimir_ner method {method!r}; known: {', '.join(METHODS)}")
-    return method, variant
-
-
-def figure_runs(spec: dict) -> list[tuple[str, str]]:
-    """``(method, variant)`` of a figure: its ``methods`` (no variant) or, for a sweep, each
-    method with each swept value (variant ``"<setting>=<value>"``)."""
+def figure_runs(spec: dict, methods, sweeps) -> list[tuple[str, str, dict]]:
+    """``(method, variant, swept)`` of a figure: its ``methods`` (no variant) or, for a sweep, each
+    method with each swept value (variant ``"<setting>=<value>"``, ``swept = {setting: value}`` as
+    configured); ``methods`` and ``sweeps`` are the experiment's known names."""
     if "sweep" not in spec:
-        return [(m, "") for m in spec["methods"]]
-    return [(m, f"{spec['sweep']}={v}") for m, values in spec["runs"].items() for v in values]
+        runs = [(m, "", {}) for m in spec["methods"]]
+    else:
+        if spec["sweep"] not in sweeps:
+            raise ConfigError(f"unknown sweep {spec['sweep']!r}; known: {', '.join(sweeps)}")
+        runs = [(m, f"{spec['sweep']}={v}", {spec["sweep"]: v}) for m, values in spec["runs"].items() for v in values]
+    unknown = sorted({m for m, _, _ in runs} - set(methods))
+    if unknown:
+        raise ConfigError(f"unknown method {unknown[0]!r}; known: {', '.join(methods)}")
+    return runs
 
 
-def run_settings(section: dict, figure: str, c: float, method: str, variant: str) -> dict:
+def not_a_run(experiment: str, dataset: str, method: str, figures) -> ConfigError:
+    return ConfigError(f"{dataset} / {method} is not a run of {experiment} in this configuration "
+                       f"(figures: {', '.join(figures)})")
+
+
+def run_settings(section: dict, figure: str, c: float, method: str, swept: dict) -> dict:
     """The hyper-parameters of one run: the method's, the figure's overrides for it, then the
     swept value; the SGD step ``eta0`` may depend on ``c`` (a mapping ``c -> eta0``)."""
-    spec = section["figures"].get(figure)
-    if spec is None:
-        raise ConfigError(f"casimir_ner has no figure {figure!r}; configured: {', '.join(section['figures'])}")
+    spec = section["figures"][figure]
     hp = dict(section["methods"][method])
     hp.update(spec.get("settings", {}).get(method, {}))
-    if variant:
-        key, _, value = variant.partition("=")
-        if key not in SWEEPS:
-            raise ConfigError(f"unknown casimir_ner sweep {key!r}; known: {', '.join(SWEEPS)}")
-        hp[key] = yaml_value(value)
+    hp.update(swept)
     if isinstance(hp.get("eta0"), dict):
         by_c = {c_label(k): v for k, v in hp["eta0"].items()}
         if c_label(c) not in by_c:
             raise ConfigError(f"casimir_ner {method}: no eta0 for c = {c_label(c)}")
         hp["eta0"] = by_c[c_label(c)]
     return hp
-
-
-def yaml_value(text: str):
-    """A swept value back from its job name (``8`` -> 8, ``prox-centre`` stays text)."""
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
 
 
 def make_rule(method: str, hp: dict, space):
@@ -249,17 +231,29 @@ class NerFigures(CurveFigures):
             raise ConfigError(f"casimir_ner runs unknown figures {unknown}; configured: {', '.join(s['figures'])}")
         return [(dataset_name(fig, c), method_name(m, v), k)
                 for fig in s["run"] for spec in [s["figures"][fig]] for c in spec["c"]
-                for m, v in figure_runs(spec) for k in range(spec["n_seeds"])]
+                for m, v, _ in figure_runs(spec, METHODS, SWEEPS) for k in range(spec["n_seeds"])]
+
+    def runs(self, config) -> dict[tuple[str, str], dict]:
+        """``(dataset, method)`` job names -> the run they stand for (figure, c, method, variant,
+        swept setting), for every configured figure: a job's settings are looked up here, from the
+        config, never parsed back from its names."""
+        s = config[self.name]
+        return {(dataset_name(fig, c), method_name(m, v)): {"figure": fig, "c": float(c), "method": m,
+                                                            "variant": v, "swept": swept}
+                for fig, spec in s["figures"].items() for c in spec["c"]
+                for m, v, swept in figure_runs(spec, METHODS, SWEEPS)}
 
     def view(self, config, dataset):
         return config[self.name]["view"]
 
     def settings(self, config, dataset, method):
         s = config[self.name]
-        figure, c = parse_dataset(dataset)
-        m, variant = parse_method(method)
+        run = self.runs(config).get((dataset, method))
+        if run is None:
+            raise not_a_run(self.name, dataset, method, s["figures"])
+        figure, c, m, variant = run["figure"], run["c"], run["method"], run["variant"]
         return {"figure": figure, "c": c, "method": m, "variant": variant,
-                "hyper": run_settings(s, figure, c, m, variant), "word_threshold": s["word_threshold"],
+                "hyper": run_settings(s, figure, c, m, run["swept"]), "word_threshold": s["word_threshold"],
                 "eval_every": s["eval_every"], "subsample": s.get("subsample")}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):

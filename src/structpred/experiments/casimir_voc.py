@@ -124,7 +124,7 @@ class VocFigure3(CurveFigures):
     def view(self, config, dataset):
         return None
 
-    def voc_class(self, dataset) -> str:
+    def voc_class(self, config, dataset) -> str:
         """The VOC class whose candidate file a job on ``dataset`` reads."""
         return dataset
 

@@ -19,26 +19,12 @@ its ``method`` ``<method>[_<setting>=<value>]``, its ``split`` the seed.
 from __future__ import annotations
 
 from structpred.errors import ConfigError
-from structpred.experiments.casimir import figure_runs, method_name, yaml_value
+from structpred.experiments.casimir import figure_runs, method_name, not_a_run
 from structpred.experiments.casimir_voc import Localisation, VocFigure3
 from structpred.experiments.registry import register
 
 METHODS = ("PL-Casimir-SVRG", "SGD-const", "SGD-sqrt", "SGD-linear")
 SWEEPS = ("smoothing", "eta", "inner_passes", "warm_start", "mu")
-
-
-def parse_dataset(name: str) -> tuple[str, str]:
-    figure, sep, cls = name.partition("_")
-    if not sep:
-        raise ConfigError(f"not a casimir_voc_nonconvex job name: {name!r} (expected e.g. 'fig4_aeroplane')")
-    return figure, cls
-
-
-def parse_method(name: str) -> tuple[str, str]:
-    method, _, variant = name.partition("_")
-    if method not in METHODS:
-        raise ConfigError(f"unknown casimir_voc_nonconvex method {method!r}; known: {', '.join(METHODS)}")
-    return method, variant
 
 
 @register
@@ -55,23 +41,29 @@ class VocNonConvex(VocFigure3):
         if unknown:
             raise ConfigError(f"{self.name} runs unknown figures {unknown}; configured: {', '.join(s['figures'])}")
         return [(f"{fig}_{cls}", method_name(m, v), k) for fig in s["run"] for cls in s["classes"]
-                for m, v in figure_runs(s["figures"][fig]) for k in range(s["n_seeds"])]
+                for m, v, _ in figure_runs(s["figures"][fig], METHODS, SWEEPS) for k in range(s["n_seeds"])]
 
-    def voc_class(self, dataset) -> str:
-        return parse_dataset(dataset)[1]
+    def runs(self, config) -> dict[tuple[str, str], dict]:
+        """``(dataset, method)`` job names -> the run they stand for (figure, class, method, swept
+        setting), for every configured figure and class: looked up, never parsed back."""
+        s = config[self.name]
+        return {(f"{fig}_{cls}", method_name(m, v)): {"figure": fig, "class": cls, "method": m, "swept": swept}
+                for fig, spec in s["figures"].items() for cls in s["classes"]
+                for m, v, swept in figure_runs(spec, METHODS, SWEEPS)}
+
+    def voc_class(self, config, dataset) -> str:
+        classes = {d: run["class"] for (d, _), run in self.runs(config).items()}
+        if dataset not in classes:
+            raise ConfigError(f"{dataset!r} is not a figure and class of {self.name} in this configuration")
+        return classes[dataset]
 
     def settings(self, config, dataset, method):
         s = config[self.name]
-        figure, _ = parse_dataset(dataset)
-        m, variant = parse_method(method)
-        if figure not in s["figures"]:
-            raise ConfigError(f"{self.name} has no figure {figure!r}; configured: {', '.join(s['figures'])}")
-        hp = {**s["methods"][m], **s["figures"][figure].get("settings", {}).get(m, {})}
-        if variant:
-            key, _, value = variant.partition("=")
-            if key not in SWEEPS:
-                raise ConfigError(f"unknown {self.name} sweep {key!r}; known: {', '.join(SWEEPS)}")
-            hp[key] = yaml_value(value)
+        run = self.runs(config).get((dataset, method))
+        if run is None:
+            raise not_a_run(self.name, dataset, method, s["figures"])
+        figure, m = run["figure"], run["method"]
+        hp = {**s["methods"][m], **s["figures"][figure].get("settings", {}).get(m, {}), **run["swept"]}
         return {"figure": figure, "method": m, "c": s["c"], "hyper": hp, "eval_every": s["eval_every"],
                 "devkit": config["data"]["voc"]["devkit"], "device": config["data"]["voc"]["device"]}
 

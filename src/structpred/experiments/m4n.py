@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.m4n_labels import parse_table2_method, table2_method
+from structpred.experiments.m4n_labels import table2_method
 from structpred.estimators.methods import make_estimator
 from structpred.experiments.registry import Experiment, register
 from structpred.solvers.driver import relative_gap
@@ -247,14 +247,24 @@ class Table2(_M4NTable):
     name = "m4n_table2"
     title = "M4N (ICML 2020) Table 2: warm start of the max-min oracle (test loss / oracle gap)"
 
+    def configurations(self, config) -> dict[str, tuple[int, bool]]:
+        """Method label -> (SP-MP iterations, warm start) of each configured run: a job's settings are
+        looked up here, from the config, never parsed back from its label."""
+        s = self.block(config)
+        return {table2_method(k, w): (k, w) for k in s["oracle_iterations"] for w in s["warm_start"]}
+
     def jobs(self, config):
         s = self.block(config)
-        return [(d, table2_method(k, w), split) for d in s["datasets"] for k in s["oracle_iterations"]
-                for w in s["warm_start"] for split in range(s["n_splits"])]
+        return [(d, label, split) for d in s["datasets"] for label in self.configurations(config)
+                for split in range(s["n_splits"])]
 
     def settings(self, config, dataset, method):
         s = self.block(config)
-        n_iter, warm = parse_table2_method(method)
+        configured = self.configurations(config)
+        if method not in configured:
+            raise ConfigError(f"{method!r} is not a configuration of {self.name} here; configured: "
+                              f"{', '.join(configured)}")
+        n_iter, warm = configured[method]
         return {"task": s["task"], "method": "M4N", "loss": s["loss"], "lambdas": s["lambdas"],
                 "n_passes": s["n_passes"], "oracle_iterations": n_iter, "warm_start": warm,
                 "eval_every": s["eval_every"]}

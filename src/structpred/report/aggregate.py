@@ -164,7 +164,7 @@ def update_files(experiment: str, jobs, result_paths, references_path, table_pat
         chosen = _as_text(selections(experiment, results, config or {}))
         before = (pd.read_csv(selection_path, dtype=str, keep_default_na=False) if Path(selection_path).is_file()
                   else chosen.iloc[:0])
-        write_csv(_splice(before, chosen, set(groups)) if len(before.columns) else chosen, selection_path)
+        write_csv(_splice(before, chosen, set(groups)), selection_path)
     log.info("%s: %d groups recomputed from %d result files (%s)", experiment, len(groups), len(result_paths),
              ", ".join("/".join(g) for g in groups))
     return groups

@@ -126,6 +126,11 @@ def _fill(obj, values: dict):
     return obj
 
 
+def _where(check: dict) -> dict:
+    """The row filter of a check: its ``match`` and its ``metric``."""
+    return {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+
+
 def _match(frame: pd.DataFrame, where: dict) -> pd.DataFrame:
     """Rows of ``frame`` equal to ``where`` on each of its columns (numbers compared as numbers)."""
     mask = np.ones(len(frame), bool)
@@ -171,7 +176,7 @@ def expand(claim: dict, tables: Tables, settings: dict) -> list[dict]:
         if table is None or table.empty:
             out.append(c)
             continue
-        where = {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+        where = _where(check)
         if check["kind"] == "value" and "method" not in where:
             rows = _match(table, where)
             rows = rows[rows["reference"].notna()]
@@ -181,7 +186,7 @@ def expand(claim: dict, tables: Tables, settings: dict) -> list[dict]:
                 out.append({**_fill(c, fields), "id": f"{c['id']}.{_suffix(row, free)}",
                             "check": {**check, "match": {**check.get("match", {}), **{k: row[k] for k in free}}}})
         elif check["kind"] == "order" and check.get("relation") == "paper":
-            rows = _match(table, {k: v for k, v in where.items()})
+            rows = _match(table, where)
             groups = [k for k in ("task", "dataset") if k in table and k not in where]
             for values, group in rows.groupby(groups, sort=False):
                 values = values if isinstance(values, tuple) else (values,)
@@ -251,7 +256,7 @@ def check_value(tables: Tables, name: str, check: dict, settings: dict) -> Outco
     table = tables.get(name)
     if table is None:
         return Outcome(None, test=f"no table {name}")
-    where = {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+    where = _where(check)
     row, why = _one(table, where, name)
     if row is None:
         return Outcome(None, test=why)
@@ -351,8 +356,8 @@ def _spread_ok(means, stds, direction: str, tol: dict) -> tuple[bool, str]:
     steps = np.diff(means)
     if direction in ("increasing", "decreasing"):
         eps = tol.get("abs", 0.0)
-        ok = bool(np.all(steps > eps)) if direction == "increasing" else bool(np.all(steps < -eps))
-        return ok, f"every step {'>' if direction == 'increasing' else '<'} {'-' if direction == 'decreasing' and eps else ''}{eps:g}"
+        up = direction == "increasing"
+        return bool(np.all((steps if up else -steps) > eps)), f"every step {'up' if up else 'down'} by more than {eps:g}"
     if tol.get("std"):
         flat = all(abs(means[i] - means[j]) <= max(stds[i], stds[j])
                    for i in range(len(means)) for j in range(i + 1, len(means)))
@@ -368,7 +373,7 @@ def check_trend(tables: Tables, name: str, check: dict, settings: dict) -> Outco
     table = tables.get(name)
     if table is None:
         return Outcome(None, test=f"no table {name}")
-    base = {**check.get("match", {}), **({"metric": check["metric"]} if "metric" in check else {})}
+    base = _where(check)
     rows = []
     for filt in check["rows"]:
         row, why = _one(table, {**base, **filt}, name)

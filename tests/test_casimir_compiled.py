@@ -1,4 +1,4 @@
-"""The compiled passes of a chain on the hashed window map (``outputs/_chain_passes.py``) against
+"""The compiled passes on a chain's oracles for the hashed window map (``outputs/_chain_oracles.py``) against
 the generic path (the rules' per-sample steps through the surrogates): bitwise the same weights,
 histories and evaluations for every method of the casimir_ner experiment."""
 
@@ -9,7 +9,7 @@ from structpred.errors import StructpredError
 from structpred.experiments import casimir
 from structpred.features.hashed import WindowTokens
 from structpred.outputs import Chain
-from structpred.outputs._chain_passes import HashedChainPasses
+from structpred.outputs._chain_oracles import HashedChainOracles
 from structpred.solvers import Problem, check_problem, run
 from structpred.surrogates import EntropySmoothedHinge, Hinge, TopKSmoothedHinge
 
@@ -74,11 +74,11 @@ def test_passes_are_bitwise_those_of_the_generic_steps(method, hp, generic):
     generic()
     slow, slow_rule = train(method, hp, X, y)
     if method == "BCFW":
-        assert isinstance(fast_rule.kernels.bcfw_pass.__self__, HashedChainPasses)
-        assert slow_rule.kernels.bcfw_pass.__self__ is slow_rule.kernels
+        assert isinstance(fast_rule.kernels.corner.__self__, HashedChainOracles)
+        assert slow_rule.kernels.corner.__self__ is slow_rule.kernels
         assert np.array_equal(np.concatenate(fast.mu), np.concatenate(slow.mu))
     else:
-        assert isinstance(fast_rule.kernels, HashedChainPasses) and slow_rule.kernels is None
+        assert isinstance(fast_rule.kernels.space_oracles, HashedChainOracles) and slow_rule.kernels is None
     assert np.array_equal(fast.W, slow.W)
     assert np.array_equal(fast_rule.W, slow_rule.W)
     same_history(fast.history, slow.history)

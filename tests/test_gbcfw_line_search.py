@@ -9,6 +9,7 @@ from structpred.errors import StructpredError
 from structpred.features.joint import joint_map
 from structpred.outputs import Chain, Multiclass, Permutation, make_space
 from structpred.solvers import gbcfw
+from structpred.solvers._compiled_passes import CompiledPasses
 from structpred.solvers._generic_kernels import GenericKernels
 from structpred.solvers.gbcfw import GBCFW
 from structpred.solvers.line_search import envelope_step
@@ -121,7 +122,7 @@ def test_compiled_multiclass_pass_is_the_generic_one():
         sur.init_state(len(y))
         W = np.zeros(fm.weight_shape)
         mu = np.eye(4)[y]
-        k = GenericKernels(sp, fm, y, sp.pass_kernels(fm, y) if compiled else None)
+        k = GenericKernels(sp, fm, y, CompiledPasses(sp.compiled_oracles(fm, y)) if compiled else None)
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
         gaps = np.full(len(y), np.inf)
         for _ in range(3):
@@ -171,7 +172,7 @@ def test_compiled_exact_game_pass_is_the_generic_one():
         sur = MaxMinMargin(sp, game="exact")
         sur.init_state(len(y))
         W, mu = np.zeros(fm.weight_shape), np.eye(4)[y]
-        k = GenericKernels(sp, fm, y, sp.pass_kernels(fm, y) if compiled else None)
+        k = GenericKernels(sp, fm, y, CompiledPasses(sp.compiled_oracles(fm, y)) if compiled else None)
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
         gaps = np.full(len(y), np.inf)
         for line_search in (False, True, True):
@@ -191,7 +192,7 @@ def test_block_gaps_are_the_frank_wolfe_gaps_and_gap_sampling_helps():
     res = gbcfw(MaxMinMargin(sp, game="exact"), X, y, 0.01, n_passes=3, random_state=0, step="line_search")
     W0, mu0 = res.W, res.mu
     scores = fm.scores(W0)
-    k = GenericKernels(sp, fm, y, sp.pass_kernels(fm, y))
+    k = GenericKernels(sp, fm, y, CompiledPasses(sp.compiled_oracles(fm, y)))
     gaps = np.full(len(y), np.inf)
     for i in range(len(y)):
         sur = MaxMinMargin(sp, game="exact")

@@ -93,6 +93,26 @@ def test_report_cells_and_figure_saving_do_not_reach_the_experiments():
         assert not {m for m in graph[module] if m.startswith("structpred.experiments")}, module
 
 
+def test_output_spaces_export_oracles_and_no_solver_pass():
+    """``outputs/`` imports nothing from ``solvers/``, and no function under it is a solver pass
+    (named ``*_pass``, or taking a pass's sample ``order`` and ``lam``)."""
+    graph = import_graph()
+    reach = {m: sorted(t for t in graph[m] if t.startswith("structpred.solvers"))
+             for m in graph if m.startswith("structpred.outputs")}
+    assert not any(reach.values()), {m: t for m, t in reach.items() if t}
+    passes = []
+    for path in (SRC / "structpred" / "outputs").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and (node.name.endswith("_pass")
+                                                      or {"order", "lam"} <= {a.arg for a in node.args.args}):
+                passes.append(f"{path.name}:{node.name}")
+    assert passes == []
+    # the step rules' compiled passes are in solvers/, each once
+    text = (SRC / "structpred" / "solvers" / "_compiled_passes.py").read_text()
+    for name in ("bcfw_pass", "gbcfw_pass", "sdca_pass", "sgd_pass", "svrg_pass"):
+        assert text.count(f"def {name}(") == 1, name
+
+
 def test_the_schema_lists_exactly_the_registered_experiments():
     from structpred.experiments.registry import EXPERIMENTS, get
 

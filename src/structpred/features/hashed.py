@@ -77,7 +77,7 @@ def _next_label(idx, dim):
 
 
 @njit(cache=True)
-def _score(tok, a, b, R, W, out):
+def window_scores(tok, a, b, R, W, out):
     """``out = [U (T, R) | P (T-1, R, R)]`` of the sentence ``tok[a:b]``."""
     T = b - a
     dim = W.shape[0]
@@ -107,8 +107,8 @@ def _score(tok, a, b, R, W, out):
 
 
 @njit(cache=True)
-def _add(tok, a, b, R, G, g):
-    """``G += Psi g``: the adjoint of :func:`_score`."""
+def window_add(tok, a, b, R, G, g):
+    """``G += Psi g``: the adjoint of :func:`window_scores`."""
     T = b - a
     dim = G.shape[0]
     idx = np.empty(12, dtype=np.int64)
@@ -226,14 +226,14 @@ class HashedWindowJoint:
         a, b = self.X.offsets[i], self.X.offsets[i + 1]
         T, R = b - a, self.R
         out = np.empty(T * R + (T - 1) * R * R)
-        _score(self.X.tokens, a, b, R, W, out)
+        window_scores(self.X.tokens, a, b, R, W, out)
         return out
 
     def scores(self, W):
         return [self.score(i, W) for i in range(self.n)]
 
     def add(self, i, W, g):
-        _add(self.X.tokens, self.X.offsets[i], self.X.offsets[i + 1], self.R, W,
+        window_add(self.X.tokens, self.X.offsets[i], self.X.offsets[i + 1], self.R, W,
              np.ascontiguousarray(g, dtype=np.float64))
 
     def norm2(self, i, g):

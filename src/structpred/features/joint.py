@@ -32,7 +32,8 @@ from structpred.features.tree_hashed import TreeHashedJoint
 
 
 @njit(cache=True)
-def _scores(X, i, W, v):
+def linear_scores(X, i, W, v):
+    """``v = W^T x_i``."""
     d, k = W.shape
     for j in range(k):
         v[j] = 0.0
@@ -44,7 +45,7 @@ def _scores(X, i, W, v):
 
 
 @njit(cache=True)
-def _rank1(X, i, W, coef):
+def linear_add(X, i, W, coef):
     """``W += x_i coef^T``."""
     d, k = W.shape
     for a in range(d):
@@ -85,11 +86,11 @@ class LinearJoint:
 
     def score(self, i, W):
         v = np.empty(self.k)
-        _scores(self.X, i, W, v)
+        linear_scores(self.X, i, W, v)
         return v
 
     def add(self, i, W, g):
-        _rank1(self.X, i, W, np.ascontiguousarray(g, dtype=np.float64))
+        linear_add(self.X, i, W, np.ascontiguousarray(g, dtype=np.float64))
 
     def norm2(self, i, g):
         return float(self.xnorm2[i] * (g @ g))

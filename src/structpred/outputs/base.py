@@ -160,10 +160,12 @@ class OutputSpace(LossSpace):
         E = self.embed(list(Y) if self.ragged else Y)
         return np.tensordot(np.asarray(w, dtype=np.float64), np.asarray(E, dtype=np.float64), axes=1)
 
-    def pass_kernels(self, fmap, y):
-        """Compiled per-pass solver loops for this space on the joint map ``fmap`` and labels
-        ``y`` (an object with ``bcfw_pass`` / ``gbcfw_pass`` / ``sdca_pass``), or ``None``
-        to use the solvers' generic loop over the public oracles."""
+    def compiled_oracles(self, fmap, y):
+        """This space's compiled oracles (:mod:`structpred.outputs.compiled`) on the joint map
+        ``fmap`` and labels ``y``: an object with ``bundle(oracle)`` (the arrays the oracles are
+        implemented for), ``passes`` (the solvers' compiled passes they serve) and ``oracles``
+        (the surrogate oracles of the compiled primal passes); ``None`` to use the solvers'
+        generic loops over the public oracles."""
         return None
 
 

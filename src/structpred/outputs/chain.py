@@ -231,13 +231,13 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
             node[0] = node[-1] = 0.0
         return c
 
-    def pass_kernels(self, fmap, y):
-        """The compiled primal passes of :mod:`structpred.outputs._chain_passes` for Casimir's
-        hashed window map; ``None`` (generic loops) for any other map."""
+    def compiled_oracles(self, fmap, y):
+        """The compiled oracles of :mod:`structpred.outputs._chain_oracles` for Casimir's hashed
+        window map; ``None`` (generic loops) for any other map."""
         from structpred.features.hashed import HashedWindowJoint
-        from structpred.outputs._chain_passes import HashedChainPasses
+        from structpred.outputs._chain_oracles import HashedChainOracles
 
-        return HashedChainPasses(self, fmap, y) if isinstance(fmap, HashedWindowJoint) else None
+        return HashedChainOracles(self, fmap, y) if isinstance(fmap, HashedWindowJoint) else None
 
     # --- oracles ------------------------------------------------------------------------
     def decode(self, v):

@@ -122,13 +122,13 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMi
             raise StructpredError(f"labels must lie in 0..{self.k - 1}, got range [{y.min()}, {y.max()}]")
         return y
 
-    def pass_kernels(self, fmap, y):
-        """The numba pass loops of :mod:`structpred.outputs._multiclass_passes` for the
-        linear joint map ``v = W^T x``; ``None`` (generic loop) for any other map."""
+    def compiled_oracles(self, fmap, y):
+        """The compiled oracles of :mod:`structpred.outputs._multiclass_oracles` for the linear
+        joint map ``v = W^T x``; ``None`` (generic loops) for any other map."""
         from structpred.features.joint import LinearJoint
-        from structpred.outputs._multiclass_passes import MulticlassPasses
+        from structpred.outputs._multiclass_oracles import MulticlassOracles
 
-        return MulticlassPasses(self, fmap, y) if isinstance(fmap, LinearJoint) else None
+        return MulticlassOracles(self, fmap, y) if isinstance(fmap, LinearJoint) else None
 
     def embed(self, y) -> np.ndarray:
         y = self.check_labels(y)

@@ -1,12 +1,15 @@
-"""Generic (Python-level) per-pass loops of the dual block solvers.
+"""Generic (Python-level) per-pass loops of the dual block solvers: the fallback.
 
-Used for every (output space, joint map) pair for which the space offers no compiled pass
-loop (``OutputSpace.pass_kernels`` returns ``None``, or an object without that loop).  Each
-step calls the space's public oracles on one sample (``loss_augmented``, ``embed``, ``loss``,
-``linear_loss`` for BCFW; the max-min surrogate's warm-started oracle for GBCFW; ``marginals``
-and ``entropy_coefficients`` for SDCA) and the map's ``score`` / ``add`` / ``norm2``
-(:mod:`structpred.features.joint`).  A space's compiled loops are bound objects with the
-same methods, so the step rules call either without knowing which.
+Used for every (output space, joint map) pair whose space offers no compiled oracles for the
+pass (``OutputSpace.compiled_oracles`` returns ``None``, or oracles that do not serve it).
+Each step calls the space's public oracles on one sample (``loss_augmented``, ``embed``,
+``loss``, ``linear_loss`` for BCFW; the max-min surrogate's warm-started oracle for GBCFW;
+``marginals`` and ``entropy_coefficients`` for SDCA) and the map's ``score`` / ``add`` /
+``norm2`` (:mod:`structpred.features.joint`).  The compiled passes
+(:class:`~structpred.solvers._compiled_passes.CompiledPasses`) have the same methods, so the
+step rules call either without knowing which.  A space whose dual blocks are not rows of one
+array (a chain's) may still compile BCFW's Frank-Wolfe corner and move (``corner`` /
+``toward``), which this loop then calls.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from structpred.solvers._compiled_passes import _average
 from structpred.solvers.line_search import envelope_step
 
 
@@ -60,56 +64,58 @@ def _key(output) -> bytes:
     return np.ascontiguousarray(output).tobytes()
 
 
-def _average(t, W, W_avg, ell, ell_avg) -> None:
-    """BCFW's weighted averages ``rho_t = 2 / (t + 2)`` of the weights and the dual's loss term."""
-    rho = 2.0 / (t + 2.0)
-    W_avg *= 1.0 - rho
-    W_avg += rho * W
-    ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
-
-
 #: the per-pass loops of the dual solvers
 DUAL_LOOPS = ("bcfw_pass", "bcfw_pairwise_pass", "gbcfw_pass", "sdca_pass")
 
 
 class GenericKernels:
     """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``
-    (labels ``y``); each loop that ``compiled`` (the space's ``pass_kernels``) has replaces the
-    generic one."""
+    (labels ``y``); each loop that ``compiled`` (the space's compiled passes) has replaces the
+    generic one, and so do its ``corner`` / ``toward``."""
 
     def __init__(self, space, fmap, y, compiled=None):
         self.space = space
         self.fmap = fmap
         self.y = y
         self.active = None  # per-block active sets of the pairwise steps (created on first use)
-        for name in DUAL_LOOPS:
+        for name in DUAL_LOOPS + ("corner", "toward"):
             if hasattr(compiled, name):
                 setattr(self, name, getattr(compiled, name))
 
-    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
-        """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search; same
-        contract as the numba ``bcfw_pass``: ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)``
-        (affine loss, constant included), ``gaps[i]`` receives block i's gap at its visit."""
+    def corner(self, i, W, mu_i):
+        """Block ``i``'s Frank-Wolfe corner at ``W``: ``(v, dvec, L(y_i, s), L(y_i, mu_i),
+        ||Psi_i dvec||^2)`` with ``v = Psi_i^T W``, ``s`` the loss-augmented output and ``dvec =
+        phi(s) - mu_i`` (affine loss, constant included)."""
         sp, fm, y = self.space, self.fmap, self.y
-        n = fm.n
-        a = float(sp.loss_offset)
+        v = fm.score(i, W)
+        s = sp.loss_augmented(v, y[i])
+        dvec = sp.embed(s) - mu_i
+        l_s = float(sp.loss(y[i], s))
+        l_mu = float(sp.linear_loss(y[i], mu_i)[0]) + float(sp.loss_offset)
+        return v, dvec, l_s, l_mu, fm.norm2(i, dvec)
+
+    def toward(self, i, W, mu_i, dvec, gamma, scale) -> None:
+        """``W += Psi_i (-gamma scale) dvec``, ``mu_i += gamma dvec``."""
+        self.fmap.add(i, W, (-gamma * scale) * dvec)
+        mu_i += gamma * dvec
+
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
+        """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search at each
+        block's Frank-Wolfe corner (:meth:`corner`); same contract as the compiled ``bcfw_pass``:
+        ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)`` (affine loss, constant included),
+        ``gaps[i]`` receives block i's gap at its visit."""
+        n = self.fmap.n
         scale = 1.0 / (lam * n)
         t = t0
         for i in order:
-            v = fm.score(i, W)
-            s = sp.loss_augmented(v, y[i])
-            dvec = sp.embed(s) - mu[i]
-            l_s = float(sp.loss(y[i], s))
-            l_mu = float(sp.linear_loss(y[i], mu[i])[0]) + a
+            v, dvec, l_s, l_mu, denom = self.corner(i, W, mu[i])
             # block gap * n: <v, phi(s) - mu_i> + L(y_i, s) - L(y_i, mu_i)
             g = float(v @ dvec) + l_s - l_mu
             gaps[i] = g / n
-            denom = fm.norm2(i, dvec)
             gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
             if gamma > 0.0:
-                fm.add(i, W, (-gamma * scale) * dvec)
+                self.toward(i, W, mu[i], dvec, gamma, scale)
                 ell[0] += gamma * (l_s - l_mu) / n
-                mu[i] += gamma * dvec
             if averaging:
                 _average(t, W, W_avg, ell, ell_avg)
             t += 1

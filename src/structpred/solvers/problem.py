@@ -13,6 +13,8 @@ import numpy as np
 from structpred.errors import StructpredError, check_positive
 from structpred.features.joint import joint_map
 from structpred.outputs.batch import is_ragged
+from structpred.solvers._compiled_passes import CompiledPasses
+from structpred.solvers._generic_kernels import GenericKernels
 
 
 @dataclass
@@ -30,18 +32,18 @@ class Problem:
 
     @cached_property
     def compiled(self):
-        """The space's compiled loops for this map and labels (``space.pass_kernels``), or ``None``."""
-        return self.space.pass_kernels(self.fmap, self.y)
+        """The step rules' compiled passes on the space's compiled oracles for this map and
+        labels (``space.compiled_oracles``), or ``None``."""
+        oracles = self.space.compiled_oracles(self.fmap, self.y)
+        return None if oracles is None else CompiledPasses(oracles)
 
     def pass_kernels(self):
-        """Per-pass loops of the dual solvers: the space's compiled ones where it has them for
-        this map, else the generic loop over its public oracles."""
-        from structpred.solvers._generic_kernels import GenericKernels
-
+        """Per-pass loops of the dual solvers: the compiled ones where the space's oracles serve
+        them for this map, else the generic loop over its public oracles."""
         return GenericKernels(self.space, self.fmap, self.y, self.compiled)
 
     def primal_kernels(self, surrogate):
-        """The space's compiled loops when they compile the surrogate's oracle
+        """The compiled passes when the space's oracles compile the surrogate's oracle
         (``surrogate.pass_oracle()``) for this map: the primal rules then run whole passes in
         them; ``None``: the rules step through the surrogate."""
         oracle = surrogate.pass_oracle()

@@ -9,7 +9,7 @@ space.  A surrogate states the capabilities it needs (``requires``); solvers onl
 ``init_state(n)``        allocates that state for ``n`` samples;
 ``predict(V)``           the decoding that goes with the surrogate;
 ``pass_oracle()``        the space oracle behind its sample gradients and values, for the
-                         compiled passes of a space (``OutputSpace.pass_kernels``), or ``None``.
+                         compiled passes on a space's oracles (``OutputSpace.compiled_oracles``), or ``None``.
 
 Parameters that change during training (a smoothing ``mu`` set per epoch) are plain
 attributes the step rule may set.

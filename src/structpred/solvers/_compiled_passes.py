@@ -1,0 +1,322 @@
+"""The step rules' compiled passes, each written once over the compiled oracle protocol.
+
+A pass takes the bundle ``b`` of a space's compiled oracles (:mod:`structpred.outputs.compiled`)
+and calls them per sample; numba compiles (and caches) it once per bundle class.  The rules'
+math lives here: BCFW's Frank-Wolfe and pairwise steps with their exact line searches and
+averaging, GBCFW's step (``2n / (t + 2n)`` or the envelope line search), SDCA's block step,
+SGD's decaying step with weighted averaging, SVRG's variance-reduced step.  The dual passes keep
+the blocks as rows of a dense ``(n, k)`` array of simplex weights over the space's corners.
+:class:`CompiledPasses` binds them to a space's oracles object with the signatures of the
+generic loop (:class:`structpred.solvers._generic_kernels.GenericKernels`), so the rules call
+either without knowing which.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from structpred.outputs import compiled as C
+from structpred.solvers.line_search import envelope_step
+
+
+@njit(cache=True)
+def _average(t, W, W_avg, ell, ell_avg):
+    """BCFW's weighted averages ``rho_t = 2 / (t + 2)`` of the weights and the dual's loss term."""
+    rho = 2.0 / (t + 2.0)
+    Wf = W.reshape(W.size)
+    Wa = W_avg.reshape(W_avg.size)
+    for j in range(Wf.size):
+        Wa[j] = (1.0 - rho) * Wa[j] + rho * Wf[j]
+    ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
+
+
+@njit(cache=True)
+def _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps):
+    """BCFW's step on block ``i`` towards corner ``s`` with exact line search
+    ``gamma = min(lam n g / ||Psi_i (phi(s) - mu_i)||^2, 1)`` (Lacoste-Julien et al. 2013, Alg. 4)."""
+    n = mu.shape[0]
+    g, dl, denom = C.corner(b, i, v, s, mu[i])
+    gaps[i] = g / n
+    if denom <= 0.0 or g <= 0.0:
+        gamma = 0.0
+    else:
+        gamma = lam * n * g / denom
+        gamma = min(gamma, 1.0)
+    if gamma > 0.0:
+        C.toward(b, i, W, mu[i], s, gamma, 1.0 / (lam * n), coef)
+        ell[0] += gamma * dl / n
+
+
+@njit(cache=True)
+def _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps):
+    """Up to ``block_steps`` pairwise steps on block ``i`` (see :func:`bcfw_pass`)."""
+    n, k = mu.shape
+    scale = 1.0 / (lam * n)
+    dual = 0.0
+    for j in range(k):
+        dual += mu[i, j] * C.corner_value(b, i, v, j)
+        coef[j] = 0.0
+    gaps[i] = (C.corner_value(b, i, v, s) - dual) / n
+    moved = False
+    for r in range(block_steps):
+        if r > 0:
+            s = C.loss_augmented(b, i, v)
+        a = -1
+        low = 0.0
+        for j in range(k):
+            if mu[i, j] > 0.0:
+                val = C.corner_value(b, i, v, j)
+                if a < 0 or val < low:
+                    a = j
+                    low = val
+        g = C.corner_value(b, i, v, s) - low
+        denom = C.pair_norm2(b, i)
+        if a == s or g <= 0.0 or denom <= 0.0:
+            break
+        gamma = min(lam * n * g / denom, mu[i, a])
+        mu[i, s] += gamma
+        mu[i, a] = 0.0 if gamma == mu[i, a] else mu[i, a] - gamma
+        coef[s] -= gamma * scale
+        coef[a] += gamma * scale
+        C.pair_scores(b, i, v, s, a, gamma * scale)
+        ell[0] += gamma * (C.corner_loss(b, i, s) - C.corner_loss(b, i, a)) / n
+        moved = True
+    if moved:
+        C.add(b, i, W, coef)
+
+
+@njit(cache=True)
+def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pairwise, block_steps):
+    """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4), or
+    with pairwise steps (Lacoste-Julien & Jaggi 2015; Osokin et al. 2016).
+
+    ``ell[0]`` holds ``l = (1/n) sum_i L(y_i, mu_i)`` (the linear dual term), updated in place;
+    with ``averaging`` the weighted averages (``rho_t = 2/(t+2)``) of ``W`` and ``l`` are kept in
+    ``W_avg`` / ``ell_avg[0]``; ``gaps[i]`` receives the block's Frank-Wolfe gap at the visit
+    (before its steps), which gap sampling draws by.
+
+    Pairwise: at block ``i`` with scores ``v``, the Frank-Wolfe corner ``s = argmax_c L(y_i, c) +
+    v_c`` and the away corner ``a = argmin_{c: mu_ic > 0} L(y_i, c) + v_c`` (the block's active
+    set is the support of ``mu_i``); the step moves mass ``gamma`` from ``a`` to ``s``,
+    ``gamma = min(lam n g_pw / ||Psi_i (e_s - e_a)||^2, mu_ia)``, the exact maximiser of the dual
+    on the segment.  Up to ``block_steps`` pairwise steps are taken per visit on the scores
+    updated in place (``pair_scores``), and ``W`` is updated once.  Returns the new step counter.
+    """
+    k = mu.shape[1]
+    v = np.empty(k)
+    coef = np.empty(k)
+    t = t0
+    for p in range(order.shape[0]):
+        i = order[p]
+        C.scores(b, i, W, v)
+        s = C.loss_augmented(b, i, v)
+        if pairwise:
+            _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps)
+        else:
+            _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps)
+        if averaging:
+            _average(t, W, W_avg, ell, ell_avg)
+        t += 1
+    return t
+
+
+@njit(cache=True)
+def gbcfw_pass(b, game, W, mu, lam, order, t0, line_search, block_gaps):
+    """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``, or with
+    ``line_search`` the dual's maximiser on the segment: :func:`envelope_step` on the lines
+    ``A mu_i + g A (s - mu_i)``, ``g0 = v.(s - mu_i)``, ``curv = ||Psi_i (s - mu_i)||^2 / (lam n)``).
+
+    The max-min oracle (``maxmin``, its settings and state in ``game``) gives the corner ``s``
+    and its value ``lo``; ``block_gaps[i]`` receives block ``i``'s Frank-Wolfe gap
+    ``(lo - min_c (A mu_i)_c - v.mu_i) / n``.  Returns the new step counter.
+    """
+    n, k = mu.shape
+    v = np.empty(k)
+    coef = np.empty(k)
+    mubar = np.empty(k)
+    dvec = np.empty(k)
+    pl = np.empty(k)
+    ql = np.empty(k)
+    starts = np.array([0, k], dtype=np.int64)
+    scale = 1.0 / (lam * n)
+    t = t0
+    for p in range(order.shape[0]):
+        i = order[p]
+        C.scores(b, i, W, v)
+        lo = C.maxmin(b, game, i, v, mubar)
+        C.lines(b, mu[i], pl)
+        h = pl[0]
+        vmu = 0.0
+        for j in range(k):
+            h = min(h, pl[j])
+            vmu += v[j] * mu[i, j]
+        block_gaps[i] = (lo - h - vmu) / n
+        if line_search:
+            g0 = 0.0
+            for j in range(k):
+                dvec[j] = mubar[j] - mu[i, j]
+                g0 += v[j] * dvec[j]
+            C.lines(b, dvec, ql)
+            gamma = envelope_step(pl, ql, starts, g0, C.norm2(b, i, dvec) * scale)
+        else:
+            gamma = 2.0 * n / (t + 2.0 * n)
+        for j in range(k):
+            coef[j] = gamma * scale * (mu[i, j] - mubar[j])
+        C.add(b, i, W, coef)
+        for j in range(k):
+            mu[i, j] = (1.0 - gamma) * mu[i, j] + gamma * mubar[j]
+        t += 1
+    return t
+
+
+@njit(cache=True)
+def sdca_pass(b, W, mu, lam, order):
+    """One pass of SDCA for the CRF (Shalev-Shwartz & Zhang 2013, exact block maximisation).
+
+    Dual: ``D(mu) = (1/n) sum_i H(mu_i) - lam/2 ||W(mu)||^2`` with Shannon entropy ``H`` (the
+    conjugate of log-sum-exp); each block is maximised exactly (``entropy_block``)."""
+    n, k = mu.shape
+    v = np.empty(k)
+    coef = np.empty(k)
+    new = np.empty(k)
+    work = np.empty(k)
+    scale = 1.0 / (lam * n)
+    for p in range(order.shape[0]):
+        i = order[p]
+        C.scores(b, i, W, v)
+        C.entropy_block(b, i, v, mu[i], scale, new, work)
+        for j in range(k):
+            coef[j] = scale * (mu[i, j] - new[j])
+            mu[i, j] = new[j]
+        C.add(b, i, W, coef)
+
+
+@njit(cache=True)
+def sgd_pass(b, W, W_avg, order, t, eta0, t0, lam):
+    """SGD steps (``structpred.solvers.SGD.step``: ``W <- (1 - eta_t lam) W - eta_t Psi_i g_i(W)``,
+    ``eta_t = eta0 / (1 + t / t0)``, then ``W_avg <- t/(t+2) W_avg + 2/(t+2) W``) for the samples
+    in ``order`` from step ``t``; returns the new ``t`` (``-1``: non-finite scores)."""
+    g = np.empty(C.grad_size(b))
+    c = np.empty(g.shape[0])
+    ws = C.workspace(b)
+    Wf = W.reshape(W.size)
+    Wa = W_avg.reshape(W_avg.size)
+    for p in range(order.shape[0]):
+        i = order[p]
+        d = C.grad(b, i, W, g, ws)
+        if d < 0:
+            return -1
+        eta = eta0 / (1.0 + t / t0)
+        rho = 1.0 - eta * lam
+        for j in range(Wf.shape[0]):
+            Wf[j] *= rho
+        for m in range(d):
+            c[m] = -eta * g[m]
+        C.add(b, i, W, c[:d])
+        wa = t / (t + 2.0)
+        wb = 2.0 / (t + 2.0)
+        for j in range(Wf.shape[0]):
+            Wa[j] = wa * Wa[j] + wb * Wf[j]
+        t += 1
+    return t
+
+
+@njit(cache=True)
+def anchor(b, n, Z, G, answers):
+    """``G += sum_i Psi_i g_i(Z)`` (the SVRG full gradient, samples in order) keeping the
+    oracle's answers at ``Z`` in ``answers``; returns ``False`` on non-finite scores."""
+    g = np.empty(C.grad_size(b))
+    ws = C.workspace(b)
+    for i in range(n):
+        d = C.grad_kept(b, i, Z, g, ws, answers)
+        if d < 0:
+            return False
+        C.add(b, i, G, g[:d])
+    return True
+
+
+@njit(cache=True)
+def svrg_pass(b, W, D, inner_sum, rho, beta, order, answers):
+    """SVRG steps (``structpred.solvers.SVRG.step``: ``W <- rho W + beta D + Psi_i beta (g_i(W) -
+    g_i(Z))``, then ``inner_sum += W``) with ``g_i(Z)`` from the anchor's answers; the sum of a
+    step's iterate is added in the next step's dense loop (the same additions in the same
+    order).  Returns ``False`` on non-finite scores."""
+    g = np.empty(C.grad_size(b))
+    gz = np.empty(g.shape[0])
+    ws = C.workspace(b)
+    Wf = W.reshape(W.size)
+    Df = D.reshape(D.size)
+    S = inner_sum.reshape(inner_sum.size)
+    pending = False
+    for p in range(order.shape[0]):
+        i = order[p]
+        d = C.grad(b, i, W, g, ws)
+        if d < 0:
+            return False
+        C.kept_grad(b, i, answers, gz)
+        for m in range(d):
+            g[m] = beta * (g[m] - gz[m])
+        if pending:
+            for j in range(Wf.shape[0]):
+                S[j] = 1.0 * S[j] + 1.0 * Wf[j]
+                Wf[j] = rho * Wf[j] + beta * Df[j]
+        else:
+            for j in range(Wf.shape[0]):
+                Wf[j] = rho * Wf[j] + beta * Df[j]
+        C.add(b, i, W, g[:d])
+        pending = True
+    if pending:
+        for j in range(Wf.shape[0]):
+            S[j] = 1.0 * S[j] + 1.0 * Wf[j]
+    return True
+
+
+class CompiledPasses:
+    """The passes above bound to a space's compiled oracles (``space.compiled_oracles``), with the
+    signatures of :class:`~structpred.solvers._generic_kernels.GenericKernels`; only the passes
+    its oracles serve (``oracles.passes``) are set, with its ``evaluate`` and its compiled
+    Frank-Wolfe ``corner`` / ``toward`` (for the generic BCFW loop) when it has them."""
+
+    def __init__(self, oracles):
+        self.space_oracles = oracles
+        #: the surrogate oracles (``pass_oracle()`` names) whose primal passes are compiled
+        self.oracles = oracles.oracles
+        for name in oracles.passes:
+            setattr(self, name, getattr(self, "_" + name))
+        for name in ("evaluate", "corner", "toward"):
+            if hasattr(oracles, name):
+                setattr(self, name, getattr(oracles, name))
+
+    def _bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
+        return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
+                         False, 1)
+
+    def _bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
+        return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
+                         True, block_steps)
+
+    def _gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps):
+        o = self.space_oracles
+        return gbcfw_pass(o.bundle(None), o.game(surrogate), W, mu, lam, order, t0, line_search, gaps)
+
+    def _sdca_pass(self, W, mu, lam, order):
+        sdca_pass(self.space_oracles.bundle(None), W, mu, lam, order)
+
+    def _sgd_pass(self, W, W_avg, order, t, eta0, t0, lam, oracle) -> int:
+        o = self.space_oracles
+        t = sgd_pass(o.bundle(oracle), W, W_avg, order, t, eta0, t0, lam)
+        o.check(t >= 0)
+        return int(t)
+
+    def _anchor(self, Z, oracle):
+        """``(sum_i Psi_i g_i(Z), the oracle's answers at Z)`` for :meth:`_svrg_pass`."""
+        o = self.space_oracles
+        G = np.zeros_like(Z)
+        answers = o.answers(oracle)
+        o.check(anchor(o.bundle(oracle), o.n, Z, G, answers))
+        return G, answers
+
+    def _svrg_pass(self, W, D, inner_sum, rho, beta, order, oracle, answers) -> None:
+        o = self.space_oracles
+        o.check(svrg_pass(o.bundle(oracle), W, D, inner_sum, rho, beta, order, answers))

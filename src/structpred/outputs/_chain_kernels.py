@@ -8,8 +8,11 @@ smallest label, so every kernel is deterministic.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 
 @njit(cache=True)
@@ -534,21 +537,44 @@ def _pruned_lse(base, pot, slope, c, bound, order, tmp):
     return _lse(tmp, n)
 
 
-@njit(cache=True)
-def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
-    """SP-MP (M4N Algorithm 2, App. G.2) for ``max_mu min_nu sum_t nu_t^T Lw_t mu_t + <v, mu>``.
+def project(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
+    """The marginals of the graph's model with natural parameters ``(thU, thP + c P)`` (unary to
+    ``node``, pairwise *added* to ``edge_acc`` if ``with_edges``): the one step of
+    :func:`spmp_iterations` that depends on the graph, implemented (numba overload) for each
+    graph bundle (:class:`ChainGraph`; the tree's in :mod:`structpred.outputs._tree_kernels`)."""
+    raise NotImplementedError("project is a compiled kernel: call it from numba code")
 
-    ``mu`` (max player) lives on the chain's marginal polytope with the tree entropy:
-    a mirror step adds ``eta * gradient`` to its natural parameters ``(thU, thP)`` and
-    maps back by sum-product.  ``nu`` (min player) lives on a product of simplices with
-    the Shannon entropy: a mirror step is a softmax of ``lnu - eta * gradient``.
-    ``Lw[t] = w_t * loss_matrix`` (row = the nu / true label; ``kind`` as in
-    :func:`_loss_times`).  The pairwise gradient ``eta * P`` is the same at every step, so
-    after ``k`` iterations the pairwise parameters are ``thP + k eta P``: the kernel keeps
-    them as scaled potentials (:func:`_step_potentials`, no exp per entry) and writes
-    ``thP`` at the end.  The state arrays ``thU (T, R)``, ``thP (T-1, R, R)``, ``lnu (T, R)``
-    hold the last iterates and are updated in place (warm start); the averages of the
-    half-step iterates are written to ``mu_node``, ``mu_edge``, ``nu_bar``.
+
+#: a chain's buffers for :func:`project` (log forward and backward messages, scaled messages,
+#: scales, work)
+ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "arows"])
+
+
+@overload(project)
+def _project_chain(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
+    if isinstance(graph, types.BaseNamedTuple) and graph.instance_class is ChainGraph:
+        def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
+            g = graph
+            _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.la, g.lb, g.ex, g.fw, g.sc, g.work,
+                            g.order, g.arows)
+        return impl
+
+
+@njit(cache=True)
+def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
+    """SP-MP (M4N Algorithm 2, App. G.2) for ``max_mu min_nu sum_t nu_t^T Lw_t mu_t + <v, mu>`` on
+    the marginal polytope of ``graph`` (a chain, a tree: its :func:`project`).
+
+    ``mu`` (max player) lives on the marginal polytope with the tree entropy: a mirror step adds
+    ``eta * gradient`` to its natural parameters ``(thU, thP)`` and maps back by sum-product.
+    ``nu`` (min player) lives on a product of simplices with the Shannon entropy: a mirror step
+    is a softmax of ``lnu - eta * gradient``.  ``Lw[t] = w_t * loss_matrix`` (row = the nu / true
+    label; ``kind`` as in :func:`_loss_times`).  The pairwise gradient ``eta * P`` is the same at
+    every step, so after ``k`` iterations the pairwise parameters are ``thP + k eta P``: they are
+    kept as scaled potentials (:func:`_step_potentials`, no exp per entry) and written to ``thP``
+    at the end.  The state arrays ``thU (T, R)``, ``thP (T-1, R, R)``, ``lnu (T, R)`` hold the
+    last iterates and are updated in place (warm start); the averages of the half-step iterates
+    are written to ``mu_node``, ``mu_edge``, ``nu_bar``.
     """
     T, R = U.shape
     Tm = max(T - 1, 1)
@@ -556,20 +582,12 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     G = np.empty((Tm, R, R))
     cm = np.empty((Tm, R))
     gm = np.empty((Tm, R))
-    la = np.empty((T, R))
-    lb = np.empty((T, R))
-    ex = np.empty((Tm, R))
-    fw = np.empty((Tm, R))
-    sc = np.empty((Tm, 3))
-    work = np.empty((5, R))
-    order = np.empty(R, dtype=np.int64)
-    arows = np.empty(R, dtype=np.int64)
     _init_potentials(thP, P, eta, E[: T - 1], cm, G[: T - 1], gm)
     mu_node[:] = 0.0
     mu_edge[:] = 0.0
     nu_bar[:] = 0.0
     cur = np.empty((T, R))          # unary marginals of the current mu iterate
-    _scaled_project(thU, E, cm, thP, P, 0.0, cur, mu_edge, n_iter == 0, la, lb, ex, fw, sc, work, order, arows)
+    project(graph, thU, E, cm, thP, P, 0.0, cur, mu_edge, n_iter == 0)
     nu = np.empty((T, R))
     _log_softmax_rows(lnu, nu)
     if n_iter == 0:
@@ -586,12 +604,12 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
         _step_potentials(E[: T - 1], cm, G[: T - 1], gm, thP, P, k * eta)
         # half step from the current pair
         mirror_mu(thU, U, Lw, kind, nu, eta, g, hU)
-        _scaled_project(hU, E, cm, thP, P, k * eta, hnode, mu_edge, True, la, lb, ex, fw, sc, work, order, arows)
+        project(graph, hU, E, cm, thP, P, k * eta, hnode, mu_edge, True)
         mirror_nu(lnu, Lw, kind, cur, eta, g, hlnu, hnu)
         # full step from the current pair with the half-step gradients
         mirror_mu(thU, U, Lw, kind, hnu, eta, g, thU)
         mirror_nu(lnu, Lw, kind, hnode, eta, g, lnu, nu)
-        _scaled_project(thU, E, cm, thP, P, k * eta, cur, mu_edge, False, la, lb, ex, fw, sc, work, order, arows)
+        project(graph, thU, E, cm, thP, P, k * eta, cur, mu_edge, False)
         mu_node += hnode
         nu_bar += hnu
     c = n_iter * eta
@@ -603,6 +621,16 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     mu_node *= inv
     mu_edge *= inv
     nu_bar *= inv
+
+
+@njit(cache=True)
+def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
+    """:func:`spmp_iterations` on the chain."""
+    T, R = U.shape
+    Tm = max(T - 1, 1)
+    graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)),
+                       np.empty((5, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64))
+    spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar)
 
 
 @njit(cache=True)

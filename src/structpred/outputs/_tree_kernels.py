@@ -14,8 +14,11 @@ exact fallbacks are those of :mod:`structpred.outputs._chain_kernels`.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from structpred.outputs._chain_kernels import (
     _CUT,
@@ -23,13 +26,10 @@ from structpred.outputs._chain_kernels import (
     _EXP_ZERO,
     _TINY,
     _argsort_desc,
-    _init_potentials,
-    _log_softmax_rows,
     _lse,
     _pruned_lse,
-    _step_potentials,
-    mirror_mu,
-    mirror_nu,
+    project,
+    spmp_iterations,
 )
 
 
@@ -247,74 +247,30 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
                     edge_acc[e, a, b] += np.exp(d)
 
 
+#: a tree's structure and buffers for :func:`~structpred.outputs._chain_kernels.project`
+TreeGraph = namedtuple("TreeGraph", ["parents", "ins", "mup", "dn", "xl", "ex", "fw", "sc", "work", "order", "arows"])
+
+
+@overload(project)
+def _project_tree(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
+    if isinstance(graph, types.BaseNamedTuple) and graph.instance_class is TreeGraph:
+        def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
+            g = graph
+            _scaled_project(g.parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.ins, g.mup, g.dn, g.xl,
+                            g.ex, g.fw, g.sc, g.work, g.order, g.arows)
+        return impl
+
+
 @njit(cache=True)
 def spmp(parents, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
-    """SP-MP (M4N Algorithm 2, App. G.2 on a tree) for ``max_mu min_nu sum_t nu_t^T Lw_t mu_t + <v, mu>``.
-
-    As :func:`structpred.outputs._chain_kernels.spmp`, with the tree's marginal polytope:
-    ``mu``'s mirror step adds ``eta * gradient`` to its natural parameters ``(thU, thP)`` and
-    maps back by (scaled) sum-product on the tree; ``nu``'s is a softmax.  The pairwise
-    parameters after ``k`` iterations are ``thP + k eta P``, kept as scaled potentials and
-    written to ``thP`` at the end.  ``thU (T, R)``, ``thP (T-1, R, R)``, ``lnu (T, R)`` hold
-    the last iterates (warm start, updated in place); the averages of the half-step iterates
-    go to ``mu_node``, ``mu_edge``, ``nu_bar``.
-    """
+    """SP-MP (M4N Algorithm 2, App. G.2 on a tree): :func:`~structpred.outputs._chain_kernels.spmp_iterations`
+    with the tree's marginal polytope (its scaled projection: sum-product on the tree)."""
     T, R = U.shape
     Tm = max(T - 1, 1)
-    E = np.empty((Tm, R, R))
-    G = np.empty((Tm, R, R))
-    cm = np.empty((Tm, R))
-    gm = np.empty((Tm, R))
-    ins = np.empty((T, R))
-    mup = np.empty((T, R))
-    dn = np.empty((T, R))
-    xl = np.empty((Tm, R))
-    ex = np.empty((Tm, R))
-    fw = np.empty((Tm, R))
-    sc = np.empty((Tm, 3))
-    work = np.empty((3, R))
-    order = np.empty(R, dtype=np.int64)
-    arows = np.empty(R, dtype=np.int64)
-    _init_potentials(thP, P, eta, E[: T - 1], cm, G[: T - 1], gm)
-    mu_node[:] = 0.0
-    mu_edge[:] = 0.0
-    nu_bar[:] = 0.0
-    cur = np.empty((T, R))          # unary marginals of the current mu iterate
-    _scaled_project(parents, thU, E, cm, thP, P, 0.0, cur, mu_edge, n_iter == 0, ins, mup, dn, xl, ex, fw, sc,
-                    work, order, arows)
-    nu = np.empty((T, R))
-    _log_softmax_rows(lnu, nu)
-    if n_iter == 0:
-        mu_node[:] = cur
-        nu_bar[:] = nu
-        return
-    hU = np.empty((T, R))
-    hnode = np.empty((T, R))
-    hnu = np.empty((T, R))
-    hlnu = np.empty((T, R))
-    g = np.empty((T, R))
-    for k in range(1, n_iter + 1):
-        _step_potentials(E[: T - 1], cm, G[: T - 1], gm, thP, P, k * eta)
-        # half step from the current pair, then the full step with the half-step gradients
-        mirror_mu(thU, U, Lw, kind, nu, eta, g, hU)
-        _scaled_project(parents, hU, E, cm, thP, P, k * eta, hnode, mu_edge, True, ins, mup, dn, xl, ex, fw, sc,
-                        work, order, arows)
-        mirror_nu(lnu, Lw, kind, cur, eta, g, hlnu, hnu)
-        mirror_mu(thU, U, Lw, kind, hnu, eta, g, thU)
-        mirror_nu(lnu, Lw, kind, hnode, eta, g, lnu, nu)
-        _scaled_project(parents, thU, E, cm, thP, P, k * eta, cur, mu_edge, False, ins, mup, dn, xl, ex, fw, sc,
-                        work, order, arows)
-        mu_node += hnode
-        nu_bar += hnu
-    c = n_iter * eta
-    for e in range(T - 1):
-        for a in range(R):
-            for b in range(R):
-                thP[e, a, b] += c * P[e, a, b]
-    inv = 1.0 / n_iter
-    mu_node *= inv
-    mu_edge *= inv
-    nu_bar *= inv
+    graph = TreeGraph(parents, np.empty((T, R)), np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
+                      np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)), np.empty((3, R)),
+                      np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64))
+    spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar)
 
 
 @njit(cache=True)

@@ -74,7 +74,7 @@ def test_report_page_sets_the_budget_beside_the_converged_losses():
     tests = pd.DataFrame([{"task": "mc", "dataset": "iris", "method_a": "M4N", "method_b": "M3N", "p_value": 0.25}])
     old_tests = pd.DataFrame([{"task": "mc", "dataset": "iris", "method_a": "M4N", "method_b": "M3N",
                                "p_value": 0.75}])
-    html = get("m4n_table1_converged").page(conv, tests, {"m4n_table1": (budget, old_tests)})
+    html = get("m4n_table1_converged").page(conv, tests, {"m4n_table1": (budget, old_tests)}, {})
     iris = html.split("<tr>")[2]
     for text in ("33.30%", "11.10% ± 1.00%", "34.40%", "12.20%", "9.0e-04", "310 passes", "0.750", "0.250"):
         assert text in iris

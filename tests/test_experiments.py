@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from structpred.errors import ConfigError
-from structpred.experiments.m4n_labels import parse_table2_method, table2_method
+from structpred.experiments.registry import get
 from structpred.experiments.seeding import int_seed, rng_for
 from structpred.experiments.splits import random_split, subsample_indices
 from structpred.io import atomic_open, write_text
@@ -48,10 +49,20 @@ def test_subsample():
     assert np.array_equal(subsample_indices(10, None, rng_for(0)), np.arange(10))
 
 
-def test_table2_labels_roundtrip():
-    assert parse_table2_method(table2_method(30, False)) == (30, False)
-    with pytest.raises(ConfigError):
-        parse_table2_method("M4N-30")
+def test_table2_methods_are_config_data_and_the_report_reads_them_there():
+    """A Table 2 method's (K, warm start) comes from the config's configurations, never from its
+    label: a relabelled configuration renders under its settings, an unknown label is an error."""
+    from structpred.experiments.m4n_report import _with_k_and_start
+
+    spec = get("m4n_table2")
+    config = {"m4n_table2": {"oracle_iterations": [10, 30], "warm_start": [True, False]}}
+    assert spec.configurations(config) == {"M4N-K10-warm": (10, True), "M4N-K10-cold": (10, False),
+                                           "M4N-K30-warm": (30, True), "M4N-K30-cold": (30, False)}
+    table = pd.DataFrame({"method": ["fast", "slow"]})
+    out = _with_k_and_start(table, {"fast": (5, True), "slow": (5, False)})
+    assert list(out["K"]) == [5, 5] and list(out["start"]) == ["warm", "cold"]
+    with pytest.raises(ConfigError, match="M4N-K7-warm"):
+        _with_k_and_start(pd.DataFrame({"method": ["M4N-K7-warm"]}), spec.configurations(config))
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
@@ -66,7 +77,6 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
 
 
 def test_job_settings_depend_only_on_the_job():
-    from structpred.experiments.registry import get
 
     def job_settings(config, experiment, dataset, method):
         return get(experiment).settings(config, dataset, method)
@@ -139,7 +149,6 @@ def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_tab
     import yaml
 
     from structpred.data.discretize import bin_target
-    from structpred.experiments.registry import get
     from structpred.experiments.splits import build_split_features
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())

@@ -82,7 +82,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_import_cycle_inside_structpred():
     graph = import_graph()
-    assert len(graph) > 100 and "structpred.experiments.m4n_labels" in graph["structpred.experiments.m4n"]
+    assert len(graph) > 100 and "structpred.experiments.registry" in graph["structpred.experiments.m4n"]
     assert cycles(graph) == []
 
 

@@ -370,10 +370,10 @@ def test_report_hooks_table_tests_and_figure(tmp_path):
     assert list(loss.index) == list(Q.METHODS) and set(loss["n_splits"]) == {4}
     assert loss.loc["QS", "reference"] == 0.396 and loss.loc["SVM-Struct", "reference"] == 0.451
     tests = pd.read_csv(tmp_path / "tests.csv")
-    page = exp.render(table, tests)
+    page = exp.render(table, tests, {})
     assert "unverified" in page and all(m in page for m in Q.METHODS) and page.count("<tr>") == 2
     assert "<b>" in page  # the best method is bold
-    exp.figure(table, tmp_path / "fig.png")
+    exp.figure(table, tmp_path / "fig.png", {})
     assert (tmp_path / "fig.png").stat().st_size > 0
 
 

@@ -109,7 +109,10 @@ def test_wilcoxon_all_equal_is_not_significant():
 def test_method_pairs():
     assert m4n_pairs(["M3N", "CRF", "M4N"]) == [("M4N", "M3N"), ("M4N", "CRF")]
     assert m4n_pairs(["M3N", "CRF"]) == []
-    assert warm_cold_pairs(["M4N-K10-warm", "M4N-K10-cold", "M4N-K30-warm"]) == [("M4N-K10-warm", "M4N-K10-cold")]
+    configurations = {"M4N-K10-warm": (10, True), "M4N-K10-cold": (10, False), "M4N-K30-warm": (30, True)}
+    pairs = warm_cold_pairs(configurations)
+    assert pairs(["M4N-K10-warm", "M4N-K10-cold", "M4N-K30-warm"]) == [("M4N-K10-warm", "M4N-K10-cold")]
+    assert pairs(["M4N-K30-warm", "M4N-K10-warm"]) == []
 
 
 def test_render_bolds_the_lower_of_m3n_and_m4n():

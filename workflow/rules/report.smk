@@ -44,6 +44,8 @@ rule figures:
     output:
         report(f"{REPORT_DIR}/figures/{{experiment}}.png",
                caption="../report/figure.rst", category="Figures"),
+    params:
+        config=config,
     log:
         "logs/figures/{experiment}.log",
     threads: 1

@@ -287,17 +287,17 @@ class EmotionTable(Experiment):
         chosen = dict(zip(cv.loc[cv["selected"], "loss"], cv.loc[cv["selected"], "lam"]))
         return run_split(arrays, method, split, chosen, settings, seed, self.name), None
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.agm_report import render_emotion
 
         return render_emotion(table, tests)
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.agm_report import emotion_figure
 
         emotion_figure(table, path)
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.report.significance import best_tests
 
         return best_tests(selected)
@@ -342,12 +342,12 @@ class EmotionConverged(EmotionTable):
                 "rtol": own["rtol"], "eval_every": own["eval_every"],
                 "options": dict(own.get("options", {}).get(method) or {})}
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         """The paired tests of the test losses (not of the gaps and passes)."""
         losses = [m for loss in LOSSES for m in (loss, f"{loss}_nodewise")]
-        return super().tests(selected[selected["metric"].isin(losses)])
+        return super().tests(selected[selected["metric"].isin(losses)], config)
 
-    def page(self, table, tests, others):
+    def page(self, table, tests, others, config):
         from structpred.experiments.agm_report import render_emotion_converged
 
         return render_emotion_converged(table, tests, *others.get(self.beside, (None, None)))

@@ -139,7 +139,7 @@ class SemanticRoleLabelling(Experiment):
                      for stat in ("propositions", "nodes_mean", "lost_fraction")]
         return rows, models[best].history_
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid
 
         return render_grid(table, tests, rows="metric", note=(
@@ -147,12 +147,12 @@ class SemanticRoleLabelling(Experiment):
             "tests pair methods over propositions); node_loss: every test node pooled (one value). M4N is an "
             "extra column (not in the paper)."))
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.qs_report import metric_bars
 
         metric_bars(table, path, title="CoNLL-2005 SRL (section 23): ordinal loss on the pruned trees")
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.report.significance import best_tests
 
         return best_tests(selected[selected["metric"] == "tree_loss"])

@@ -193,13 +193,13 @@ class CurveFigures(Experiment):
         """The module of the report hooks (imported when the report needs it: jobs do not)."""
         raise NotImplementedError
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         return self.report().render_table(table)
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         self.report().summary_figure(table, path)
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         return pd.DataFrame()
 
     def curve_table(self, histories):

@@ -81,17 +81,17 @@ class DatasetsAudit(Experiment):
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         return audit_rows(dataset, inputs["view"], raw_dir=Path(inputs["stamp"]).parent.parent), None
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.audit_report import render_audit
 
         return render_audit(table, tests)
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.audit_report import audit_figure
 
         audit_figure(table, path)
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.report.significance import COLUMNS
 
         return pd.DataFrame(columns=COLUMNS)

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.m4n_labels import table2_method
 from structpred.estimators.methods import make_estimator
 from structpred.experiments.registry import Experiment, register
 from structpred.solvers.driver import relative_gap
@@ -223,17 +222,17 @@ class Table1(_M4NTable):
     def threads(self, config, dataset):
         return task_of(self.block(config), dataset)[1].get("threads", 1)
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.m4n_report import render_losses
 
         return render_losses(table, tests, self.percent_tasks)
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.m4n_report import losses_figure
 
         losses_figure(table, path)
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.experiments.m4n_report import m4n_pairs
         from structpred.report.significance import paired_tests
 
@@ -251,7 +250,7 @@ class Table2(_M4NTable):
         """Method label -> (SP-MP iterations, warm start) of each configured run: a job's settings are
         looked up here, from the config, never parsed back from its label."""
         s = self.block(config)
-        return {table2_method(k, w): (k, w) for k in s["oracle_iterations"] for w in s["warm_start"]}
+        return {f"M4N-K{k}-{'warm' if w else 'cold'}": (k, w) for k in s["oracle_iterations"] for w in s["warm_start"]}
 
     def jobs(self, config):
         s = self.block(config)
@@ -269,22 +268,23 @@ class Table2(_M4NTable):
                 "n_passes": s["n_passes"], "oracle_iterations": n_iter, "warm_start": warm,
                 "eval_every": s["eval_every"]}
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.m4n_report import render_warm_start
 
-        return render_warm_start(table, tests)
+        return render_warm_start(table, tests, self.configurations(config))
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.m4n_report import warm_start_figure
 
-        warm_start_figure(table, path)
+        warm_start_figure(table, path, self.configurations(config))
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.experiments.m4n_report import warm_cold_pairs
         from structpred.report.significance import paired_tests
 
         # the paper's claim is on both columns: warm start lowers the test loss and the oracle error
-        return pd.concat([paired_tests(selected, warm_cold_pairs, metric) for metric in ("test_loss", "oracle_gap")],
+        pairs = warm_cold_pairs(self.configurations(config))
+        return pd.concat([paired_tests(selected, pairs, metric) for metric in ("test_loss", "oracle_gap")],
                          ignore_index=True)
 
 
@@ -329,7 +329,7 @@ class ConvergedTable1(Table1):
             out["options"] = dict(own["options"][method])
         return out
 
-    def page(self, table, tests, others):
+    def page(self, table, tests, others, config):
         from structpred.experiments.m4n_report import render_converged
 
         return render_converged(table, tests, *others.get(self.beside, (None, None)), self.percent_tasks)

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.experiments.m4n_labels import parse_table2_method, table2_method
+from structpred.errors import ConfigError
 from structpred.report.figures import save_figure
 from structpred.report.cells import cell, convergence_note, fmt
 
@@ -17,20 +17,25 @@ def m4n_pairs(methods) -> list[tuple[str, str]]:
     return [("M4N", other) for other in ("M3N", "CRF") if "M4N" in methods and other in methods]
 
 
-def warm_cold_pairs(methods) -> list[tuple[str, str]]:
-    """Table 2's tests: each warm-started configuration against its cold twin."""
-    methods = list(dict.fromkeys(methods))
-    pairs = []
-    for m in methods:
-        k, warm = parse_table2_method(m)
-        if warm and table2_method(k, False) in methods:
-            pairs.append((m, table2_method(k, False)))
+def warm_cold_pairs(configurations: dict[str, tuple[int, bool]]):
+    """Table 2's tests: each warm-started configuration against its cold twin (the same K), as a
+    function of the methods present; ``configurations`` maps a method to its (K, warm start)."""
+    cold = {k: m for m, (k, warm) in configurations.items() if not warm}
+
+    def pairs(methods) -> list[tuple[str, str]]:
+        methods = list(dict.fromkeys(methods))
+        return [(m, cold[configurations[m][0]]) for m in methods
+                if m in configurations and configurations[m][1] and cold.get(configurations[m][0]) in methods]
     return pairs
 
 
-def _with_k_and_start(table: pd.DataFrame) -> pd.DataFrame:
-    parsed = [parse_table2_method(m) for m in table["method"]]
-    return table.assign(K=[k for k, _ in parsed], start=["warm" if w else "cold" for _, w in parsed])
+def _with_k_and_start(table: pd.DataFrame, configurations: dict[str, tuple[int, bool]]) -> pd.DataFrame:
+    """``table`` with each method's K and warm start (``configurations``) as columns."""
+    unknown = sorted(set(table["method"]) - set(configurations))
+    if unknown:
+        raise ConfigError(f"Table 2 rows of methods the config does not define: {', '.join(unknown)}")
+    return table.assign(K=[configurations[m][0] for m in table["method"]],
+                        start=["warm" if configurations[m][1] else "cold" for m in table["method"]])
 
 
 def render_losses(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks=frozenset()) -> str:
@@ -92,9 +97,9 @@ def render_converged(table: pd.DataFrame, tests: pd.DataFrame, budget: pd.DataFr
     return "\n".join(out + ["</table>"])
 
 
-def render_warm_start(table: pd.DataFrame, tests: pd.DataFrame) -> str:
+def render_warm_start(table: pd.DataFrame, tests: pd.DataFrame, configurations: dict[str, tuple[int, bool]]) -> str:
     """Paper layout of M4N Table 2: rows (dataset, warm start), columns K, cells loss / gap."""
-    t = _with_k_and_start(table)
+    t = _with_k_and_start(table, configurations)
     ks = sorted(t["K"].unique())
     out = ["<table><tr><th class=l>dataset</th><th class=l>warm start</th>"
            + "".join(f"<th>K={k}</th>" for k in ks) + "</tr>"]
@@ -136,9 +141,9 @@ def losses_figure(table: pd.DataFrame, path) -> None:
     save_figure(fig, path)
 
 
-def warm_start_figure(table: pd.DataFrame, path) -> None:
+def warm_start_figure(table: pd.DataFrame, path, configurations: dict[str, tuple[int, bool]]) -> None:
     """Table 2: test loss and average oracle gap against SP-MP iterations K, warm vs cold."""
-    rows = _with_k_and_start(table)
+    rows = _with_k_and_start(table, configurations)
     datasets = list(dict.fromkeys(rows["dataset"]))
     fig, axes = plt.subplots(2, len(datasets), figsize=(4.5 * len(datasets), 6.5), squeeze=False,
                              layout="constrained")

@@ -263,20 +263,20 @@ class MovieLensRanking(Experiment):
                  for v, m in zip(settings["lambdas"], means)]
         return rows, None
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid
 
         return render_grid(table, tests, rows="metric", metric="rank_loss",
                            note="The paper's numbers are unverified: our copy of the paper lost Table 1's digits; "
                                 "they are taken from REFERENCE.md.")
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.qs_report import metric_bars
 
         metric_bars(table[table["metric"] == "rank_loss"], path,
                     title="MovieLens 100K: mean ± std over trials (paper: unverified)")
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.report.significance import best_tests
 
         return best_tests(selected)

@@ -164,17 +164,17 @@ class RobustRegression(Experiment):
                      for k, v in (("sigma", sigma), ("cauchy_scale", c)) if not np.isnan(v)]
         return rows, None
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid
 
         return render_grid(table, tests, rows="dataset", metric="test_error")
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.qs_report import robust_figure
 
         robust_figure(table, path)
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.report.significance import best_tests
 
         return best_tests(selected)

@@ -161,19 +161,19 @@ class DigitReconstruction(Experiment):
         shown.insert(0, "split", split)
         return rows, shown
 
-    def render(self, table, tests):
+    def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid
 
         return render_grid(table, tests, rows="metric",
                            note="The paper's numbers are unverified: our copy of the paper lost Table 2's digits; "
                                 "they come from ../shared/REFERENCE.md.")
 
-    def figure(self, table, path):
+    def figure(self, table, path, config):
         from structpred.experiments.qs_report import metric_bars
 
         metric_bars(table, path, title="USPS reconstruction: mean ± std over runs")
 
-    def tests(self, selected):
+    def tests(self, selected, config):
         from structpred.report.significance import best_tests
 
         return best_tests(selected)

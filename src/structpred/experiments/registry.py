@@ -85,19 +85,19 @@ class Experiment:
         whose jobs need a ``selection`` input (:attr:`needs`)."""
         raise NotImplementedError
 
-    def render(self, table: pd.DataFrame, tests: pd.DataFrame) -> str:
-        """The HTML table of the report."""
+    def render(self, table: pd.DataFrame, tests: pd.DataFrame, config: dict) -> str:
+        """The HTML table of the report (``config``: the run's, where a method's settings are read)."""
         raise NotImplementedError
 
-    def page(self, table: pd.DataFrame, tests: pd.DataFrame, others: dict) -> str:
+    def page(self, table: pd.DataFrame, tests: pd.DataFrame, others: dict, config: dict) -> str:
         """The report's HTML for this experiment; ``others`` maps the report's other experiments
         to their ``(table, tests)`` (default: :meth:`render`)."""
-        return self.render(table, tests)
+        return self.render(table, tests, config)
 
-    def figure(self, table: pd.DataFrame, path) -> None:
+    def figure(self, table: pd.DataFrame, path, config: dict) -> None:
         raise NotImplementedError
 
-    def tests(self, selected: pd.DataFrame) -> pd.DataFrame:
+    def tests(self, selected: pd.DataFrame, config: dict) -> pd.DataFrame:
         """The test table from the selected rows of every split."""
         raise NotImplementedError
 

@@ -59,11 +59,12 @@ def aggregate(results: pd.DataFrame, references: pd.DataFrame, key=KEY, count: s
     return table[key + ["mean", "std", count, "reference"] + extra]
 
 
-def _table_and_tests(experiment: str, results: pd.DataFrame, references_path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _table_and_tests(experiment: str, results: pd.DataFrame, references_path,
+                     config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy table (paper numbers beside) and the test table of ``experiment``'s results."""
     spec = get(experiment)
     refs = load_references(references_path, spec.references_of or experiment, spec.key)
-    return aggregate(results, refs, spec.key, spec.count), spec.tests(_selected(results))
+    return aggregate(results, refs, spec.key, spec.count), spec.tests(_selected(results), config)
 
 
 def selections(experiment: str, results: pd.DataFrame, config: dict) -> pd.DataFrame:
@@ -77,17 +78,19 @@ def selections(experiment: str, results: pd.DataFrame, config: dict) -> pd.DataF
 def aggregate_files(result_paths, references_path, table_path, tests_path, selection_path=None,
                     config: dict | None = None) -> pd.DataFrame:
     """Read per-split files, write the tidy table and the test table (both atomically), and, with
-    ``selection_path``, the grid-edge table of the selected hyper-parameters (grids from ``config``).
+    ``selection_path``, the grid-edge table of the selected hyper-parameters (grids and the
+    methods' settings from ``config``).
 
     The test table is the experiment's ``tests`` hook applied to the selected rows.
     """
     results = read_results(result_paths)
     experiment = str(results["experiment"].iloc[0]) if len(results) else Path(table_path).stem
-    table, tests = _table_and_tests(experiment, results, references_path)
+    config = config or {}
+    table, tests = _table_and_tests(experiment, results, references_path, config)
     write_csv(table, table_path)
     write_csv(tests, tests_path)
     if selection_path is not None:
-        write_csv(selections(experiment, results, config or {}), selection_path)
+        write_csv(selections(experiment, results, config), selection_path)
     log.info("%s: %d table rows from %d result files", experiment, len(table), len(result_paths))
     return table
 
@@ -153,7 +156,7 @@ def update_files(experiment: str, jobs, result_paths, references_path, table_pat
         if lacking:
             raise ConfigError(f"{'/'.join(group)}: the table also has {', '.join(sorted(lacking))}: "
                               f"give those methods' result files too")
-    table, tests = (_as_text(f) for f in _table_and_tests(experiment, results, references_path))
+    table, tests = (_as_text(f) for f in _table_and_tests(experiment, results, references_path, config or {}))
     for new, before, path in ((table, old, table_path), (tests, old_tests, tests_path)):
         if list(new.columns) != list(before.columns):
             raise ConfigError(f"{path}: its columns ({', '.join(before.columns)}) are not those the results "

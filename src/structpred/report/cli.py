@@ -61,7 +61,7 @@ def _update(args) -> int:
     groups = update_files(args.experiment, get(args.experiment).jobs(config), args.results, config["report"]["references"], table,
                           folder / "tables" / f"{args.experiment}_tests.csv",
                           folder / "tables" / f"{args.experiment}_selection.csv", config)
-    experiment_figure(args.experiment, table, folder / "figures" / f"{args.experiment}.png")
+    experiment_figure(args.experiment, table, folder / "figures" / f"{args.experiment}.png", config)
     print(f"{table}: recomputed {', '.join('/'.join(g) for g in groups)} from {len(args.results)} files; "
           f"run `structpred report index` to relink the report")
     return 0

@@ -14,9 +14,9 @@ from structpred.experiments.results import write_csv
 log = logging.getLogger(__name__)
 
 
-def experiment_figure(experiment: str, table_path, path) -> None:
-    """The figure of ``experiment`` from its tidy table."""
-    get(experiment).figure(pd.read_csv(table_path), path)
+def experiment_figure(experiment: str, table_path, path, config: dict | None = None) -> None:
+    """The figure of ``experiment`` from its tidy table (the methods' settings from ``config``)."""
+    get(experiment).figure(pd.read_csv(table_path), path, config or {})
     log.info("wrote %s", path)
 
 

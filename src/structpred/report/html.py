@@ -148,7 +148,7 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         if departures:
             parts.append("<p>Departures from the paper:</p><ul>"
                          + "".join(f"<li>{html.escape(d)}</li>" for d in departures) + "</ul>")
-        parts.append(experiment.page(table, test_table, loaded))
+        parts.append(experiment.page(table, test_table, loaded, config))
         selection = Path(table_path).with_name(f"{name}_selection.csv")
         parts.append(grid_edge_note(selection, rel(selection)))
         if name in config:

@@ -27,10 +27,10 @@ Data: CoNLL-2003 (eng.train / testa / testb) through the data layer (cache -> ST
 ``--quick`` uses the first 2000 training sentences, 5 epochs and 20 CRFsuite iterations.
 
 Per-epoch cost on the full training data (2 shared cores, medians of 3, 2026-11-23): the compiled
-passes of ``outputs/_chain_passes.py`` against the per-sample Python steps they replace (bitwise
-the same results): SVRG 6.4 -> 1.7 s, Casimir-SVRG-adapt 6.3 -> 1.5 s, SGD 2.7 -> 0.8 s, BCFW
-(OpenBLAS on 1 thread) 4.2 -> 2.0 s; evaluation (train objective, testa / testb objectives and
-F1) 2.6 -> 0.65 s CPU.
+passes (``solvers/_compiled_passes.py`` on ``outputs/_chain_oracles.py``) against the per-sample
+Python steps they replace (bitwise the same results): SVRG 6.4 -> 1.7 s, Casimir-SVRG-adapt
+6.3 -> 1.5 s, SGD 2.7 -> 0.8 s, BCFW (OpenBLAS on 1 thread) 4.2 -> 2.0 s; evaluation (train
+objective, testa / testb objectives and F1) 2.6 -> 0.65 s CPU.
 """
 
 from __future__ import annotations

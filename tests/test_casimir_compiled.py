@@ -11,6 +11,7 @@ from structpred.features.hashed import WindowTokens
 from structpred.outputs import Chain
 from structpred.outputs._chain_oracles import HashedChainOracles
 from structpred.solvers import Problem, check_problem, run
+from structpred.solvers._compiled_passes import bcfw_move
 from structpred.surrogates import EntropySmoothedHinge, Hinge, TopKSmoothedHinge
 
 TAGS = ["O", "I-PER", "I-LOC", "B-LOC"]
@@ -75,6 +76,7 @@ def test_passes_are_bitwise_those_of_the_generic_steps(method, hp, generic):
     slow, slow_rule = train(method, hp, X, y)
     if method == "BCFW":
         assert isinstance(fast_rule.kernels.corner.__self__, HashedChainOracles)
+        assert fast_rule.kernels.toward.func is bcfw_move
         assert slow_rule.kernels.corner.__self__ is slow_rule.kernels
         assert np.array_equal(np.concatenate(fast.mu), np.concatenate(slow.mu))
     else:

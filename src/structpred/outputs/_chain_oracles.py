@@ -218,19 +218,6 @@ def frank_wolfe_corner(tok, off, y, pw, C, i, W, mu_i, v, dvec, LM, L, G):
     return True
 
 
-@njit(cache=True)
-def move_block(tok, off, R, i, W, mu_i, dvec, gamma, scale):
-    """``W += Psi_i (-gamma scale) dvec``, ``mu_i += gamma dvec``."""
-    d = mu_i.shape[0]
-    c = np.empty(d)
-    f = -gamma * scale
-    for m in range(d):
-        c[m] = f * dvec[m]
-    window_add(tok, off[i], off[i + 1], R, W, c)
-    for m in range(d):
-        mu_i[m] += gamma * dvec[m]
-
-
 class HashedChainOracles:
     """The oracles above bound to a chain space, a hashed window map and the checked labels."""
 
@@ -250,6 +237,7 @@ class HashedChainOracles:
         self.C = space.node_loss
         R = space.n_labels
         self.sdo = np.concatenate([[0], np.cumsum(self.lengths * R + (self.lengths - 1) * R * R)])
+        self.offset = float(space.loss_offset)
         self._corner = None
 
     def bundle(self, oracle) -> HashedChainBundle:
@@ -273,7 +261,7 @@ class HashedChainOracles:
         ||Psi_i (phi(s) - mu_i)||^2)``; the sums stay the same numpy calls (BLAS ``ddot``, whose
         order, for the 65,535 weights of the norm, depends on its thread count; numpy's pairwise
         sum)."""
-        if self._corner is None or self._corner[-1].shape != W.shape:
+        if self._corner is None:  # the buffers, for the longest sentence and weights shaped like W
             Tmax = int(self.lengths.max())
             R = self.C.shape[0]
             d = Tmax * R + (Tmax - 1) * R * R
@@ -282,12 +270,7 @@ class HashedChainOracles:
         T = int(self.lengths[i])
         d = mu_i.shape[0]
         self.check(frank_wolfe_corner(self.tok, self.off, self.y, self.pw, self.C, i, W, mu_i, v, dvec, LM, L, G))
-        return (v[:d], dvec[:d], float(self.pos[i] @ L[:T]), float(np.sum(LM[:T])) + float(self.space.loss_offset),
-                float(G @ G))
-
-    def toward(self, i, W, mu_i, dvec, gamma, scale) -> None:
-        """``W += Psi_i (-gamma scale) dvec``, ``mu_i += gamma dvec``."""
-        move_block(self.tok, self.off, self.C.shape[0], i, W, mu_i, dvec, gamma, scale)
+        return v[:d], dvec[:d], float(self.pos[i] @ L[:T]), float(np.sum(LM[:T])) + self.offset, float(G @ G)
 
     def evaluate(self, W, oracle):
         """``(values of the surrogate per sample, MAP labellings)`` at ``W``, in blocks of

@@ -13,6 +13,8 @@ either without knowing which.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numba import njit
 
@@ -29,6 +31,29 @@ def _average(t, W, W_avg, ell, ell_avg):
     for j in range(Wf.size):
         Wa[j] = (1.0 - rho) * Wa[j] + rho * Wf[j]
     ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
+
+
+@njit(cache=True)
+def bcfw_move(b, i, W, mu_i, dvec, gamma, scale, t, W_avg):
+    """BCFW's move on block ``i`` for the generic loop (``GenericKernels.toward``): with ``gamma >
+    0``, ``W += Psi_i (-gamma scale) dvec`` and ``mu_i += gamma dvec``; then, with ``t >= 0``, the
+    weighted average ``W_avg <- (1 - rho) W_avg + rho W``, ``rho = 2 / (t + 2)``."""
+    d = mu_i.shape[0]
+    if gamma > 0.0:
+        c = np.empty(d)
+        f = -gamma * scale
+        for m in range(d):
+            c[m] = f * dvec[m]
+        C.add(b, i, W, c)
+        for m in range(d):
+            mu_i[m] += gamma * dvec[m]
+    if t >= 0:
+        rho = 2.0 / (t + 2.0)
+        keep = 1.0 - rho
+        Wf = W.reshape(W.size)
+        Wa = W_avg.reshape(W_avg.size)
+        for j in range(Wf.size):
+            Wa[j] = Wa[j] * keep + rho * Wf[j]
 
 
 @njit(cache=True)
@@ -275,8 +300,9 @@ def svrg_pass(b, W, D, inner_sum, rho, beta, order, answers):
 class CompiledPasses:
     """The passes above bound to a space's compiled oracles (``space.compiled_oracles``), with the
     signatures of :class:`~structpred.solvers._generic_kernels.GenericKernels`; only the passes
-    its oracles serve (``oracles.passes``) are set, with its ``evaluate`` and its compiled
-    Frank-Wolfe ``corner`` / ``toward`` (for the generic BCFW loop) when it has them."""
+    its oracles serve (``oracles.passes``) are set, with its ``evaluate``; a space whose oracles
+    give BCFW's Frank-Wolfe ``corner`` (for the generic BCFW loop, its blocks not being rows of
+    one array) gets the compiled move ``toward`` on its ``add`` too."""
 
     def __init__(self, oracles):
         self.space_oracles = oracles
@@ -284,9 +310,11 @@ class CompiledPasses:
         self.oracles = oracles.oracles
         for name in oracles.passes:
             setattr(self, name, getattr(self, "_" + name))
-        for name in ("evaluate", "corner", "toward"):
-            if hasattr(oracles, name):
-                setattr(self, name, getattr(oracles, name))
+        if hasattr(oracles, "evaluate"):
+            self.evaluate = oracles.evaluate
+        if hasattr(oracles, "corner"):
+            self.corner = oracles.corner
+            self.toward = partial(bcfw_move, oracles.bundle(("loss_augmented", ())))
 
     def _bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
         return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,

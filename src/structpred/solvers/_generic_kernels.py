@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from structpred.solvers import _dense
 from structpred.solvers._compiled_passes import _average
 from structpred.solvers.line_search import envelope_step
 
@@ -71,7 +72,7 @@ DUAL_LOOPS = ("bcfw_pass", "bcfw_pairwise_pass", "gbcfw_pass", "sdca_pass")
 class GenericKernels:
     """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``
     (labels ``y``); each loop that ``compiled`` (the space's compiled passes) has replaces the
-    generic one, and so do its ``corner`` / ``toward``."""
+    generic one, and so do its ``corner`` / ``toward`` (BCFW's step on one block)."""
 
     def __init__(self, space, fmap, y, compiled=None):
         self.space = space
@@ -94,10 +95,15 @@ class GenericKernels:
         l_mu = float(sp.linear_loss(y[i], mu_i)[0]) + float(sp.loss_offset)
         return v, dvec, l_s, l_mu, fm.norm2(i, dvec)
 
-    def toward(self, i, W, mu_i, dvec, gamma, scale) -> None:
-        """``W += Psi_i (-gamma scale) dvec``, ``mu_i += gamma dvec``."""
-        self.fmap.add(i, W, (-gamma * scale) * dvec)
-        mu_i += gamma * dvec
+    def toward(self, i, W, mu_i, dvec, gamma, scale, t, W_avg) -> None:
+        """With ``gamma > 0``, ``W += Psi_i (-gamma scale) dvec`` and ``mu_i += gamma dvec``; then,
+        with ``t >= 0``, BCFW's weighted average ``W_avg <- (1 - rho) W_avg + rho W``, ``rho = 2 / (t + 2)``."""
+        if gamma > 0.0:
+            self.fmap.add(i, W, (-gamma * scale) * dvec)
+            mu_i += gamma * dvec
+        if t >= 0:
+            rho = 2.0 / (t + 2.0)
+            _dense.mix(W_avg, 1.0 - rho, W, rho)
 
     def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search at each
@@ -113,11 +119,12 @@ class GenericKernels:
             g = float(v @ dvec) + l_s - l_mu
             gaps[i] = g / n
             gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
+            self.toward(i, W, mu[i], dvec, gamma, scale, t if averaging else -1, W_avg)
             if gamma > 0.0:
-                self.toward(i, W, mu[i], dvec, gamma, scale)
                 ell[0] += gamma * (l_s - l_mu) / n
             if averaging:
-                _average(t, W, W_avg, ell, ell_avg)
+                rho = 2.0 / (t + 2.0)
+                ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
             t += 1
         return t
 

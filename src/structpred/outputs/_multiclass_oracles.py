@@ -72,9 +72,11 @@ def _toward(b, i, W, mu_i, s, gamma, scale, coef):
     mu_i[s] += gamma
 
 
-@_implements(compiled.corner_value)
-def _corner_value(b, i, v, c):
-    return b.A[b.y[i], c] + v[c]
+@_implements(compiled.corner_values)
+def _corner_values(b, i, v, out):
+    yi = b.y[i]
+    for c in range(v.shape[0]):
+        out[c] = b.A[yi, c] + v[c]
 
 
 @_implements(compiled.corner_loss)

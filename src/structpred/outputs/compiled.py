@@ -42,8 +42,8 @@ corner = _stub("corner")
 #: ``toward(b, i, W, mu_i, s, gamma, scale, coef)``: ``W += Psi_i gamma scale (mu_i - phi(s))``,
 #: ``mu_i <- (1 - gamma) mu_i + gamma phi(s)`` (``coef``: work of length ``k``)
 toward = _stub("toward")
-#: ``corner_value(b, i, v, c) -> L(y_i, c) + v_c``
-corner_value = _stub("corner_value")
+#: ``corner_values(b, i, v, out)``: ``out_c = L(y_i, c) + v_c`` for every corner ``c``
+corner_values = _stub("corner_values")
 #: ``corner_loss(b, i, c) -> L(y_i, c)``
 corner_loss = _stub("corner_loss")
 #: ``pair_norm2(b, i) -> ||Psi_i (e_s - e_a)||^2`` (the same for every pair of corners)

@@ -74,28 +74,29 @@ def _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps):
 
 
 @njit(cache=True)
-def _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps):
-    """Up to ``block_steps`` pairwise steps on block ``i`` (see :func:`bcfw_pass`)."""
+def _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
+    """Up to ``block_steps`` pairwise steps on block ``i`` (see :func:`bcfw_pass`); ``val``: work."""
     n, k = mu.shape
     scale = 1.0 / (lam * n)
+    C.corner_values(b, i, v, val)
     dual = 0.0
     for j in range(k):
-        dual += mu[i, j] * C.corner_value(b, i, v, j)
+        dual += mu[i, j] * val[j]
         coef[j] = 0.0
-    gaps[i] = (C.corner_value(b, i, v, s) - dual) / n
+    gaps[i] = (val[s] - dual) / n
     moved = False
     for r in range(block_steps):
         if r > 0:
             s = C.loss_augmented(b, i, v)
+            C.corner_values(b, i, v, val)
         a = -1
         low = 0.0
         for j in range(k):
             if mu[i, j] > 0.0:
-                val = C.corner_value(b, i, v, j)
-                if a < 0 or val < low:
+                if a < 0 or val[j] < low:
                     a = j
-                    low = val
-        g = C.corner_value(b, i, v, s) - low
+                    low = val[j]
+        g = val[s] - low
         denom = C.pair_norm2(b, i)
         if a == s or g <= 0.0 or denom <= 0.0:
             break
@@ -131,13 +132,14 @@ def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pa
     k = mu.shape[1]
     v = np.empty(k)
     coef = np.empty(k)
+    val = np.empty(k)
     t = t0
     for p in range(order.shape[0]):
         i = order[p]
         C.scores(b, i, W, v)
         s = C.loss_augmented(b, i, v)
         if pairwise:
-            _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps)
+            _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val)
         else:
             _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps)
         if averaging:

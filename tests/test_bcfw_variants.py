@@ -148,3 +148,89 @@ def test_bad_options_and_determinism():
     c = run(BCFW(Hinge(sp)), pb, n_passes=5, random_state=1)
     d = bcfw(Hinge(sp), X, y, 0.1, n_passes=5, random_state=1)
     assert np.array_equal(c.W, d.W)
+
+
+# --- the M4N authors' protocol: BCFW's fixed step, GBCFW's averaged iterate -------------------
+
+@pytest.mark.parametrize("loss", ["zero_one", "ordinal"])
+@pytest.mark.parametrize("averaging", [False, True])
+def test_fixed_step_bcfw_converges_with_true_bounds_and_its_kernels_agree(loss, averaging):
+    """BCFW with the fixed step ``2n / (t + 2n)`` (Lacoste-Julien et al. 2013, Alg. 3): every
+    recorded dual is below cvxpy's optimum and every primal above it, the gap closes, and the
+    compiled multiclass pass gives the generic loop's weights."""
+    X, y = small_problem()
+    sp = make_space(loss, 4)
+    lam = 0.1
+    res = run(BCFW(Hinge(sp), averaging=averaging, step="fixed"), check_problem(sp, X, y, lam), n_passes=400,
+              random_state=0, eval_every=50)
+    ref = cvx_m3n(sp, X, y, lam)
+    assert all(r["dual"] <= ref + 1e-9 and r["primal"] >= ref - 1e-9 for r in res.history)
+    assert res.history[-1]["gap"] < 0.02 * abs(ref)
+    assert abs(primal(Hinge(sp), X, y, res.W, lam) - res.history[-1]["primal"]) < 1e-12
+    if not averaging:
+        multiclass_dual_checks(sp, X, y, res, lam)
+    pb = check_problem(sp, X, y, lam)
+    out = []
+    for compiled in (True, False):
+        k = GenericKernels(sp, pb.fmap, pb.y, pb.compiled if compiled else None)
+        W, mu, W_avg = np.zeros(pb.fmap.weight_shape), pb.init_dual(), np.zeros(pb.fmap.weight_shape)
+        ell, ell_avg, gaps = np.zeros(1), np.zeros(1), np.zeros(len(y))
+        order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
+        t = 0
+        for _ in range(5):
+            t = k.bcfw_pass(W, mu, lam, order, t, averaging, W_avg, ell, ell_avg, gaps, True)
+        out.append((W, mu, W_avg, ell, ell_avg))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_fixed_step_is_refused_with_pairwise_steps():
+    with pytest.raises(StructpredError, match="fixed"):
+        BCFW(Hinge(make_space("zero_one", 3)), steps="pairwise", step="fixed")
+    with pytest.raises(StructpredError, match="step must be one of"):
+        BCFW(Hinge(make_space("zero_one", 3)), step="exact")
+
+
+@pytest.mark.parametrize("space_name", ["multiclass", "chain"])
+def test_gbcfw_averaged_iterate_has_a_true_gap_and_averaging_off_changes_nothing(space_name):
+    """GBCFW with the weighted average of its iterates (the M4N authors' ``do_averaging``): the
+    recorded primal is the average's exact (SP-MP upper-bounded) objective and ``primal - dual``
+    bounds its suboptimality against cvxpy's optimum; the compiled and generic loops agree; with
+    averaging off the weights are those of the plain rule."""
+    from structpred.solvers import GBCFW
+    from structpred.surrogates import MaxMinMargin
+    from tests.test_solvers import cvx_m4n, exact_m4n_primal
+
+    if space_name == "multiclass":
+        X, y = small_problem(seed=1)
+        sp = make_space("ordinal", 4)
+    else:
+        X, y, E = problem()
+        sp = Chain(E.R)
+    lam = 0.1
+    pb = check_problem(sp, X, y, lam)
+
+    def fit(averaging, compiled=True):
+        sur = MaxMinMargin(sp, n_iter=30, warm_start=True, n_iter_eval=300)
+        rule = GBCFW(sur, averaging=averaging)
+        p = check_problem(sp, X, y, lam)
+        if not compiled:
+            p.__dict__["compiled"] = None
+        return run(rule, p, n_passes=60, random_state=0, eval_every=20), rule
+
+    avg, rule = fit(True)
+    assert np.array_equal(avg.W, rule.W_avg) and not np.array_equal(rule.W_avg, rule.W)
+    plain, plain_rule = fit(False)
+    assert np.array_equal(plain.W, plain_rule.W)
+    np.testing.assert_array_equal(plain_rule.W, rule.W)  # averaging does not touch the iterates
+    for r in avg.history:
+        assert r["primal"] >= r["dual"] - 1e-12
+    if space_name == "multiclass":
+        ref = cvx_m4n(sp, X, y, lam)
+        exact = exact_m4n_primal(sp, X, y, avg.W, lam)
+        h = avg.history[-1]
+        assert h["dual"] <= ref + 1e-7 and exact >= ref - 1e-7
+        assert exact - ref <= h["gap"] + 1e-9           # the recorded gap bounds the average's suboptimality
+        assert h["primal"] >= exact - 1e-9                # SP-MP's value is an upper bound
+        generic, _ = fit(True, compiled=False)
+        np.testing.assert_allclose(generic.W, avg.W, rtol=1e-9, atol=1e-12)

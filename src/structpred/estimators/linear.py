@@ -120,7 +120,9 @@ class M3N(_LinearStructured):
     Objective ``(1/n) sum_i max_y' [L(y_i,y') + v_y' - v_{y_i}] + lam/2 ||W||_F^2``.
     ``eval_every``: objectives recorded in ``history_`` every that many passes (and the last).
     ``steps``, ``sampling``, ``block_steps``: BCFW's variant (:class:`structpred.solvers.BCFW`;
-    ``steps="pairwise", sampling="gap"`` converges much faster than the paper's plain BCFW).
+    ``steps="pairwise", sampling="gap"`` converges much faster than the paper's plain BCFW);
+    ``step``: its Frank-Wolfe step, ``"line_search"`` (exact) or ``"fixed"`` (``2n / (t + 2n)``,
+    as the M4N authors' runs); ``averaging``: predict from the weighted average of the iterates.
     ``rtol``: stop at the first recorded pass whose certified duality gap is ``<= rtol *
     primal`` (``None``: run ``n_passes``).  ``solver``: ``"bcfw"``, or ``"qp"``: the dual as one
     quadratic program (:class:`structpred.solvers.DualQP`, for small problems on spaces with a
@@ -129,12 +131,13 @@ class M3N(_LinearStructured):
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, averaging=False, steps="frank-wolfe",
                  sampling="permutation", block_steps=1, rtol=None, solver="bcfw", random_state=None, verbose=False,
-                 n_labels=None, eval_every=1):
+                 n_labels=None, eval_every=1, step="line_search"):
         self.loss = loss
         self.solver = solver
         self.lam = lam
         self.n_passes = n_passes
         self.averaging = averaging
+        self.step = step
         self.steps = steps
         self.sampling = sampling
         self.block_steps = block_steps
@@ -151,7 +154,7 @@ class M3N(_LinearStructured):
         if _solver(self.solver, "bcfw") == "qp":
             return DualQP(surrogate)
         return BCFW(surrogate, averaging=self.averaging, steps=self.steps, sampling=self.sampling,
-                    block_steps=self.block_steps)
+                    block_steps=self.block_steps, step=self.step)
 
 
 class M4N(_LinearStructured):
@@ -168,6 +171,7 @@ class M4N(_LinearStructured):
     ``2n / (t + 2n)``) or ``"line_search"`` (the dual's maximiser on each segment; multiclass,
     chains and trees).  ``sampling``: ``"permutation"`` (the paper's) or ``"gap"`` (blocks drawn
     in proportion to their Frank-Wolfe gaps, :class:`structpred.solvers.driver.GapSampling`).
+    ``averaging``: predict from the weighted average of GBCFW's iterates (the M4N authors' runs).
     ``solver``: ``"gbcfw"``, or ``"qp"``: the dual as one quadratic program
     (:class:`structpred.solvers.DualQP`, for small problems on spaces with a marginal polytope),
     solved in one pass; ``game`` then only evaluates the primal, and GBCFW's settings are unused.
@@ -176,12 +180,13 @@ class M4N(_LinearStructured):
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, n_iter_oracle=20,
                  warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, game="spmp",
                  oracle_tol=1e-9, step="fixed", sampling="permutation", rtol=None, solver="gbcfw", random_state=None,
-                 verbose=False, n_labels=None, eval_every=1):
+                 verbose=False, n_labels=None, eval_every=1, averaging=False):
         self.loss = loss
         self.solver = solver
         self.lam = lam
         self.n_passes = n_passes
         self.step = step
+        self.averaging = averaging
         self.sampling = sampling
         self.game = game
         self.oracle_tol = oracle_tol
@@ -203,7 +208,7 @@ class M4N(_LinearStructured):
     def _rule(self, surrogate):
         if _solver(self.solver, "gbcfw") == "qp":
             return DualQP(surrogate)
-        return GBCFW(surrogate, step=self.step, sampling=self.sampling)
+        return GBCFW(surrogate, step=self.step, sampling=self.sampling, averaging=self.averaging)
 
 
 class CRF(_LinearStructured):

@@ -23,13 +23,21 @@ from structpred.solvers.line_search import envelope_step
 
 
 @njit(cache=True)
-def _average(t, W, W_avg, ell, ell_avg):
-    """BCFW's weighted averages ``rho_t = 2 / (t + 2)`` of the weights and the dual's loss term."""
+def average_weights(t, W, W_avg):
+    """The weighted average ``W_avg <- (1 - rho_t) W_avg + rho_t W``, ``rho_t = 2 / (t + 2)``
+    (Lacoste-Julien et al. 2013; the M4N authors' code averages GBCFW's iterates the same way)."""
     rho = 2.0 / (t + 2.0)
     Wf = W.reshape(W.size)
     Wa = W_avg.reshape(W_avg.size)
     for j in range(Wf.size):
         Wa[j] = (1.0 - rho) * Wa[j] + rho * Wf[j]
+
+
+@njit(cache=True)
+def _average(t, W, W_avg, ell, ell_avg):
+    """BCFW's weighted averages ``rho_t = 2 / (t + 2)`` of the weights and the dual's loss term."""
+    average_weights(t, W, W_avg)
+    rho = 2.0 / (t + 2.0)
     ell_avg[0] = (1.0 - rho) * ell_avg[0] + rho * ell[0]
 
 
@@ -57,13 +65,16 @@ def bcfw_move(b, i, W, mu_i, dvec, gamma, scale, t, W_avg):
 
 
 @njit(cache=True)
-def _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps):
+def _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps, fixed, t):
     """BCFW's step on block ``i`` towards corner ``s`` with exact line search
-    ``gamma = min(lam n g / ||Psi_i (phi(s) - mu_i)||^2, 1)`` (Lacoste-Julien et al. 2013, Alg. 4)."""
+    ``gamma = min(lam n g / ||Psi_i (phi(s) - mu_i)||^2, 1)`` (Lacoste-Julien et al. 2013, Alg. 4),
+    or with ``fixed`` the step ``2n / (t + 2n)`` of step ``t`` (Alg. 3, as the M4N authors' runs)."""
     n = mu.shape[0]
     g, dl, denom = C.corner(b, i, v, s, mu[i])
     gaps[i] = g / n
-    if denom <= 0.0 or g <= 0.0:
+    if fixed:
+        gamma = 2.0 * n / (t + 2.0 * n)
+    elif denom <= 0.0 or g <= 0.0:
         gamma = 0.0
     else:
         gamma = lam * n * g / denom
@@ -113,9 +124,10 @@ def _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
 
 
 @njit(cache=True)
-def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pairwise, block_steps):
-    """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4), or
-    with pairwise steps (Lacoste-Julien & Jaggi 2015; Osokin et al. 2016).
+def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pairwise, block_steps, fixed):
+    """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4) or the
+    fixed step ``2n / (t + 2n)`` (``fixed``, Alg. 3), or with pairwise steps (Lacoste-Julien &
+    Jaggi 2015; Osokin et al. 2016).
 
     ``ell[0]`` holds ``l = (1/n) sum_i L(y_i, mu_i)`` (the linear dual term), updated in place;
     with ``averaging`` the weighted averages (``rho_t = 2/(t+2)``) of ``W`` and ``l`` are kept in
@@ -141,7 +153,7 @@ def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pa
         if pairwise:
             _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val)
         else:
-            _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps)
+            _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps, fixed, t)
         if averaging:
             _average(t, W, W_avg, ell, ell_avg)
         t += 1
@@ -149,14 +161,15 @@ def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pa
 
 
 @njit(cache=True)
-def gbcfw_pass(b, game, W, mu, lam, order, t0, line_search, block_gaps):
+def gbcfw_pass(b, game, W, mu, lam, order, t0, line_search, block_gaps, averaging, W_avg):
     """One pass of GBCFW for M4N (M4N Algorithm 1, step ``2n / (t + 2n)``, or with
     ``line_search`` the dual's maximiser on the segment: :func:`envelope_step` on the lines
     ``A mu_i + g A (s - mu_i)``, ``g0 = v.(s - mu_i)``, ``curv = ||Psi_i (s - mu_i)||^2 / (lam n)``).
 
     The max-min oracle (``maxmin``, its settings and state in ``game``) gives the corner ``s``
     and its value ``lo``; ``block_gaps[i]`` receives block ``i``'s Frank-Wolfe gap
-    ``(lo - min_c (A mu_i)_c - v.mu_i) / n``.  Returns the new step counter.
+    ``(lo - min_c (A mu_i)_c - v.mu_i) / n``.  With ``averaging``, ``W_avg`` keeps the weighted
+    average of the iterates (:func:`average_weights`).  Returns the new step counter.
     """
     n, k = mu.shape
     v = np.empty(k)
@@ -193,6 +206,8 @@ def gbcfw_pass(b, game, W, mu, lam, order, t0, line_search, block_gaps):
         C.add(b, i, W, coef)
         for j in range(k):
             mu[i, j] = (1.0 - gamma) * mu[i, j] + gamma * mubar[j]
+        if averaging:
+            average_weights(t, W, W_avg)
         t += 1
     return t
 
@@ -318,17 +333,18 @@ class CompiledPasses:
             self.corner = oracles.corner
             self.toward = partial(bcfw_move, oracles.bundle(("loss_augmented", ())))
 
-    def _bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
+    def _bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
         return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
-                         False, 1)
+                         False, 1, fixed)
 
     def _bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
         return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
-                         True, block_steps)
+                         True, block_steps, False)
 
-    def _gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps):
+    def _gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps, W_avg=None):
         o = self.space_oracles
-        return gbcfw_pass(o.bundle(None), o.game(surrogate), W, mu, lam, order, t0, line_search, gaps)
+        return gbcfw_pass(o.bundle(None), o.game(surrogate), W, mu, lam, order, t0, line_search, gaps,
+                          W_avg is not None, np.zeros((1, 1)) if W_avg is None else W_avg)
 
     def _sdca_pass(self, W, mu, lam, order):
         sdca_pass(self.space_oracles.bundle(None), W, mu, lam, order)

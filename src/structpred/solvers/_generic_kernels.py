@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from structpred.solvers import _dense
-from structpred.solvers._compiled_passes import _average
+from structpred.solvers._compiled_passes import _average, average_weights
 from structpred.solvers.line_search import envelope_step
 
 
@@ -105,9 +105,10 @@ class GenericKernels:
             rho = 2.0 / (t + 2.0)
             _dense.mix(W_avg, 1.0 - rho, W, rho)
 
-    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps):
+    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search at each
-        block's Frank-Wolfe corner (:meth:`corner`); same contract as the compiled ``bcfw_pass``:
+        block's Frank-Wolfe corner (:meth:`corner`), or with ``fixed`` the step ``2n / (t + 2n)``
+        (Alg. 3); same contract as the compiled ``bcfw_pass``:
         ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)`` (affine loss, constant included),
         ``gaps[i]`` receives block i's gap at its visit."""
         n = self.fmap.n
@@ -118,7 +119,10 @@ class GenericKernels:
             # block gap * n: <v, phi(s) - mu_i> + L(y_i, s) - L(y_i, mu_i)
             g = float(v @ dvec) + l_s - l_mu
             gaps[i] = g / n
-            gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
+            if fixed:
+                gamma = 2.0 * n / (t + 2.0 * n)
+            else:
+                gamma = 0.0 if (denom <= 0.0 or g <= 0.0) else min(lam * n * g / denom, 1.0)
             self.toward(i, W, mu[i], dvec, gamma, scale, t if averaging else -1, W_avg)
             if gamma > 0.0:
                 ell[0] += gamma * (l_s - l_mu) / n
@@ -180,11 +184,12 @@ class GenericKernels:
             t += 1
         return t
 
-    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps):
+    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps, W_avg=None):
         """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``, or with ``line_search`` the
         dual's maximiser on the segment, :func:`envelope_step`) with the max-min surrogate's
         warm-started oracle (:meth:`MaxMinMargin.oracle`); ``gaps[i]`` receives block i's
-        Frank-Wolfe gap ``(value(s) - min_loss(mu_i) - <v, mu_i>) / n``."""
+        Frank-Wolfe gap ``(value(s) - min_loss(mu_i) - <v, mu_i>) / n``; with ``W_avg``, the
+        weighted average of the iterates is kept there (:func:`average_weights`)."""
         sp, fm = self.space, self.fmap
         n = fm.n
         scale = 1.0 / (lam * n)
@@ -202,6 +207,8 @@ class GenericKernels:
             fm.add(i, W, (gamma * scale) * (mu[i] - res.mu))
             mu[i] *= 1.0 - gamma
             mu[i] += gamma * res.mu
+            if W_avg is not None:
+                average_weights(t, W, W_avg)
             t += 1
         return t
 

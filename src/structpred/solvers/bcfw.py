@@ -13,13 +13,16 @@ from structpred.surrogates import Hinge
 
 #: the step kinds of :class:`BCFW`
 STEPS = ("frank-wolfe", "pairwise")
+#: the step sizes of its Frank-Wolfe steps
+STEP_SIZES = ("line_search", "fixed")
 
 
 class BCFW(GapSampling, StepRule):
     """Minimise ``(1/n) sum_i max_y' [L(y_i,y') + <v_i, phi(y') - phi(y_i)>] + lam/2 ||W||^2``.
 
     Dual blocks ``mu_i`` in the marginal polytope, ``W = (1/(lam n)) sum_i Psi_i (phi(y_i) -
-    mu_i)`` kept incrementally, exact line search.  Objectives: the primal, the dual
+    mu_i)`` kept incrementally, exact line search (``step="line_search"``) or the fixed step
+    ``2n / (t + 2n)`` of step ``t`` (``step="fixed"``, Alg. 3; the M4N authors' runs).  Objectives: the primal, the dual
     ``(1/n) sum_i [phi(y_i)^T A mu_i + a] - lam/2 ||W||^2`` and their difference, the exact
     duality gap.  With ``averaging`` the weights and objectives are those of the weighted
     average ``rho_t = 2 / (t + 2)``.
@@ -33,7 +36,8 @@ class BCFW(GapSampling, StepRule):
     name = "BCFW"
 
     def __init__(self, surrogate: Hinge, averaging: bool = False, *, steps: str = "frank-wolfe",
-                 sampling: str = "permutation", block_steps: int = 1, gap_refresh: int = 2):
+                 sampling: str = "permutation", block_steps: int = 1, gap_refresh: int = 2,
+                 step: str = "line_search"):
         if not isinstance(surrogate, Hinge):
             raise StructpredError(f"BCFW minimises the structured hinge (Hinge), got {surrogate!r}")
         if steps not in STEPS:
@@ -42,7 +46,12 @@ class BCFW(GapSampling, StepRule):
         block_steps = check_positive_int(block_steps, "block_steps")
         if block_steps > 1 and steps != "pairwise":
             raise StructpredError("block_steps > 1 needs steps='pairwise' (a Frank-Wolfe visit takes one step)")
+        if step not in STEP_SIZES:
+            raise StructpredError(f"step must be one of {STEP_SIZES}, got {step!r}")
+        if step == "fixed" and steps == "pairwise":
+            raise StructpredError("step='fixed' needs steps='frank-wolfe' (a pairwise step is its segment's maximiser)")
         super().__init__(surrogate)
+        self.step = step
         self.averaging = bool(averaging)
         self.steps = steps
         self.block_steps = block_steps
@@ -65,7 +74,7 @@ class BCFW(GapSampling, StepRule):
         if self.steps == "pairwise":
             self.t = self.kernels.bcfw_pairwise_pass(*args, self.block_steps)
         else:
-            self.t = self.kernels.bcfw_pass(*args)
+            self.t = self.kernels.bcfw_pass(*args, self.step == "fixed")
         self.oracle_calls += len(order)
         self.passes += 1
 

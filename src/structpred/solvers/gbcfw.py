@@ -25,7 +25,10 @@ class GBCFW(GapSampling, StepRule):
     with min-loss lines; the dual then never decreases).  ``sampling``, ``gap_refresh``:
     :class:`GapSampling` on each block's Frank-Wolfe gap at its last visit, ``(value(s_i) -
     h(mu_i) - <v_i, mu_i>) / n`` with ``h`` the dual's min-loss term (a lower bound of the true
-    block gap where the oracle is inexact).
+    block gap where the oracle is inexact).  With ``averaging`` the weights are the weighted
+    average ``rho_t = 2 / (t + 2)`` of the iterates (the M4N authors' runs, ``gbcfw.py``'s
+    ``do_averaging``): the primal objectives are the average's, the dual stays the current blocks',
+    so ``gap`` still bounds the average's primal suboptimality.
 
     Objectives: ``primal`` (with the SP-MP upper bound of each max-min value, ``n_iter_eval``
     iterations from copies of the warm states), ``primal_lower`` (the lower bound), ``dual``
@@ -37,7 +40,7 @@ class GBCFW(GapSampling, StepRule):
     name = "GBCFW"
 
     def __init__(self, surrogate: MaxMinMargin, step: str = "fixed", sampling: str = "permutation",
-                 gap_refresh: int = 2):
+                 gap_refresh: int = 2, averaging: bool = False):
         if not isinstance(surrogate, MaxMinMargin):
             raise StructpredError(f"GBCFW minimises the max-min margin surrogate (MaxMinMargin), got {surrogate!r}")
         if step not in STEPS:
@@ -45,6 +48,7 @@ class GBCFW(GapSampling, StepRule):
         self.set_sampling(sampling, gap_refresh)
         super().__init__(surrogate)
         self.step = step
+        self.averaging = bool(averaging)
 
     def init(self, problem) -> None:
         super().init(problem)
@@ -53,32 +57,39 @@ class GBCFW(GapSampling, StepRule):
         self.kernels = problem.pass_kernels()
         self.mu = problem.init_dual()
         self.surrogate.init_state(problem.n)
+        self.W_avg = np.zeros(problem.fmap.weight_shape) if self.averaging else None
         self.t = 0
         self.init_gaps(problem.n)
 
     def epoch(self, order) -> None:
         self.t = self.kernels.gbcfw_pass(self.W, self.mu, self.problem.lam, order, self.t, self.surrogate,
-                                         self.step == "line_search", self.gaps)
+                                         self.step == "line_search", self.gaps, self.W_avg)
         self.oracle_calls += len(order)
         self.passes += 1
 
+    def weights(self) -> np.ndarray:
+        return self.W_avg if self.averaging else self.W
+
     def objectives(self) -> dict:
-        return maxmin_objectives(self.problem, self.surrogate, self.W, self.mu)
+        return maxmin_objectives(self.problem, self.surrogate, self.weights(), self.mu, self.W)
 
     def result(self, history) -> SolverResult:
         sur = self.surrogate
-        return SolverResult(self.W, self.mu, history,
+        return SolverResult(self.weights(), self.mu, history,
                             {"LMU": sur.LMU, "LNU": sur.LNU, "oracle_gaps": sur.gaps, "steps": self.t})
 
 
-def maxmin_objectives(problem, surrogate: MaxMinMargin, W, mu) -> dict:
-    """The max-min surrogate's objectives at weights ``W`` and dual blocks ``mu`` (with ``W = W(mu)``):
-    the primal's upper and lower bounds, the dual, their certified gap and the mean oracle gap of
-    the last pass (see :class:`GBCFW`)."""
+def maxmin_objectives(problem, surrogate: MaxMinMargin, W, mu, W_mu=None) -> dict:
+    """The max-min surrogate's objectives at weights ``W`` and dual blocks ``mu`` (whose weights
+    ``W(mu)`` are ``W_mu``, default ``W``: they differ for an averaged iterate ``W``): the
+    primal's upper and lower bounds at ``W``, the dual at ``mu``, their difference (a certified
+    bound on ``W``'s primal suboptimality: any dual value is a lower bound) and the mean oracle
+    gap of the last pass (see :class:`GBCFW`)."""
     lower, upper, _ = surrogate.bounds(problem.fmap.scores(W), problem.y)
     reg = problem.regulariser(W)
     up, lo = float(np.mean(upper)) + reg, float(np.mean(lower)) + reg
-    dual = float(np.mean(problem.space.min_loss(mu))) + float(problem.space.loss_offset) - reg
+    dual = (float(np.mean(problem.space.min_loss(mu))) + float(problem.space.loss_offset)
+            - problem.regulariser(W if W_mu is None else W_mu))
     return {"primal": up, "primal_lower": lo, "dual": dual, "gap": up - dual, "oracle_gap": float(surrogate.gaps.mean())}
 
 

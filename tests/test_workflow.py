@@ -37,10 +37,13 @@ def test_paper_config_drysnakemake(workdir):
     # Casimir VOC Fig. 3: 20 classes x 5 methods x 9 seeds, on one candidate file per class; the
     # non-convex Figs. 4, 6, 7a-c: 20 classes x (4 + 2 + 3 + 4 + 3 runs) x 3 seeds on the same files
     n_voc = 20 * 5 * 9 + 20 * 16 * 3
+    # the M4N tables under the authors' code protocol: Table 1's mc, ord and OCR rows (13 sets x 3
+    # methods x 14 splits; no ranking script exists) and Table 2 again
+    n_code = 13 * 3 * 14 + n_table2
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
-                                 + n_converged + n_voc)
+                                 + n_converged + n_voc + n_code)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     assert counts["select_model"] == 4 + 2 + 3  # the emotion tables' lambda selection, once per method
     # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class and one per (figure,
@@ -49,7 +52,8 @@ def test_paper_config_drysnakemake(workdir):
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
-        assert re.search(rf"dataset=ocr, method={method}, split=0\n\s+threads: 2\n", out), method
+        assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+threads: 2\n",
+                         out), method
     assert not re.search(r"dataset=iris, method=M4N, split=0\n\s+threads:", out)
 
 

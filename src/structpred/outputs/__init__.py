@@ -64,7 +64,7 @@ def _labels_from(y, canon: str) -> int:
     return int(np.max(yy)) + 1
 
 
-def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
+def make_space(loss, n_labels: int | None = None, y=None, **options) -> LossSpace:
     """The output space of a task loss: the one place loss names and their aliases live.
 
     ``loss`` is a name, a ``(k, k)`` loss matrix (a :class:`Multiclass`) or a space (a
@@ -74,6 +74,8 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
     (label ranking, normalised Hamming loss on rank positions), ``"sequence_hamming"`` ->
     ``Chain(n)`` (normalised Hamming loss).  ``n`` is ``n_labels``, else read off the
     training targets ``y`` (``max(y) + 1`` labels, at least 2; the width of 2-d rankings).
+    ``options``: more of the named space's constructor arguments (e.g. a chain's
+    ``iterations_per_node``).
     """
     if isinstance(loss, LossSpace):
         if n_labels is not None and int(n_labels) != getattr(loss, "n_labels", None):
@@ -91,7 +93,9 @@ def make_space(loss, n_labels: int | None = None, y=None) -> LossSpace:
         n_labels = max(_labels_from(y, canon), 2)
     n = int(n_labels)
     if canon == "sequence_hamming":
-        return Chain(n, "hamming")
+        return Chain(n, "hamming", **options)
+    if options:
+        raise StructpredError(f"the loss {loss!r} takes no space options, got {', '.join(sorted(options))}")
     if canon == "permutation_hamming":
         return Permutation(n)
     return Multiclass.zero_one(n) if canon == "zero_one" else Multiclass.ordinal(n)

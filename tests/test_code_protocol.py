@@ -5,6 +5,7 @@ estimators."""
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -58,3 +59,42 @@ def test_the_space_options_reach_the_estimator_and_bad_ones_are_one_error():
     assert make_space("sequence_hamming", 4)._spmp_iterations(20, 7) == 140
     with pytest.raises(StructpredError, match="takes no space options"):
         make_space("zero_one", 3, iterations_per_node=False)
+
+
+def _rows(values):
+    """Result rows of one (task, dataset, method): ``values[split][lam] = (val_loss, test_loss)``."""
+    rows = []
+    for split, by_lam in values.items():
+        best = min(by_lam, key=lambda lam: by_lam[lam][0])
+        for lam, (val, test) in by_lam.items():
+            for metric, value in (("val_loss", val), ("test_loss", test)):
+                rows.append({"experiment": "m4n_table1_code", "task": "mc", "dataset": "iris", "method": "M3N",
+                             "split": split, "lam": lam, "selected": lam == best, "metric": metric,
+                             "value": value, "reference": np.nan, "detail": np.nan})
+    return pd.DataFrame(rows)
+
+
+def test_the_table_rule_selects_on_the_mean_test_loss_beside_the_validation_selection(tmp_path):
+    from structpred.report.aggregate import aggregate_files, optimistic_rows
+
+    # validation picks lam 0.5 on both splits; the mean test loss is lowest at 0.1 (0.15 vs 0.25)
+    results = _rows({0: {0.5: (0.1, 0.3), 0.1: (0.2, 0.1)}, 1: {0.5: (0.1, 0.2), 0.1: (0.3, 0.2)},
+                     2: {0.5: (0.0, 0.0)}})          # split 2 lacks lam 0.1: left out of the rule
+    opt = optimistic_rows(results, "test_loss")
+    assert list(opt["lam"]) == [0.1, 0.1] and list(opt["split"]) == [0, 1]
+    assert set(opt["metric"]) == {"test_loss_optimistic"} and opt["selected"].all()
+    # ties go to the first lambda of the grid
+    tie = optimistic_rows(_rows({0: {0.5: (0.1, 0.2), 0.1: (0.2, 0.2)}}), "test_loss")
+    assert list(tie["lam"]) == [0.5]
+    paths = []
+    for split, part in results.groupby("split"):
+        path = tmp_path / f"iris/M3N/split{split}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part.to_csv(path, index=False)
+        paths.append(path)
+    table = aggregate_files(paths, ROOT / "config" / "references.yaml", tmp_path / "t.csv", tmp_path / "tests.csv")
+    by = table.set_index("metric")["mean"]
+    assert by["test_loss"] == pytest.approx((0.3 + 0.2 + 0.0) / 3)      # validation selection, every split
+    assert by["test_loss_optimistic"] == pytest.approx(0.15)
+    html = get("m4n_table1_code").render(table, pd.read_csv(tmp_path / "tests.csv"), {})
+    assert "authors' table rule" in html and "15.00" in html

@@ -47,6 +47,10 @@ class Experiment:
     #: whether one model selection serves every split (AGM: lambda chosen on the first split's
     #: training set), so the grid-edge check counts it once
     single_selection = False
+    #: a metric the table also reports under selection on that metric itself (the M4N authors'
+    #: table rule: per row the lambda of lowest mean over runs), as ``<metric>_optimistic`` rows
+    #: beside the validation selection (:func:`structpred.report.aggregate.optimistic_rows`)
+    optimistic_metric: str | None = None
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError

@@ -87,9 +87,17 @@ def _table_and_tests(experiment: str, results: pd.DataFrame, references_path,
     spec = get(experiment)
     refs = load_references(references_path, spec.references_of or experiment, spec.key)
     tests = spec.tests(_selected(results), config)
-    if spec.optimistic_metric is not None:
-        results = pd.concat([results, optimistic_rows(results, spec.optimistic_metric)], ignore_index=True)
-    return aggregate(results, refs, spec.key, spec.count), tests
+    metric = spec.optimistic_metric
+    if metric is None:
+        return aggregate(results, refs, spec.key, spec.count), tests
+    results = pd.concat([results, optimistic_rows(results, metric)], ignore_index=True)
+    table = aggregate(results, refs, spec.key, spec.count)
+    # the optimistic rows sit beside the paper's number of their metric
+    other = [k for k in spec.key if k != "metric"]
+    paper = table[table["metric"] == metric].set_index(other)["reference"]
+    opt = table["metric"] == f"{metric}_optimistic"
+    table.loc[opt, "reference"] = [paper.get(tuple(r), np.nan) for r in table.loc[opt, other].itertuples(index=False)]
+    return table, tests
 
 
 def selections(experiment: str, results: pd.DataFrame, config: dict) -> pd.DataFrame:

@@ -56,12 +56,7 @@ def bcfw_move(b, i, W, mu_i, dvec, gamma, scale, t, W_avg):
         for m in range(d):
             mu_i[m] += gamma * dvec[m]
     if t >= 0:
-        rho = 2.0 / (t + 2.0)
-        keep = 1.0 - rho
-        Wf = W.reshape(W.size)
-        Wa = W_avg.reshape(W_avg.size)
-        for j in range(Wf.size):
-            Wa[j] = Wa[j] * keep + rho * Wf[j]
+        average_weights(t, W, W_avg)
 
 
 @njit(cache=True)

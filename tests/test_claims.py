@@ -129,6 +129,36 @@ def test_verdicts_from_synthetic_tables(report):
     assert counts.loc["Casimir"].tolist() == [2, 0, 2, 1, 5]
 
 
+def test_a_protocol_on_another_metric_is_read_and_shown_without_deciding(report):
+    """A ``protocols`` entry naming a metric reads the same table on it (the authors' table rule's
+    ``test_loss_optimistic`` rows); with ``decides: false`` it never turns a verdict."""
+    tables = report / "reports" / "tables"
+    code = _table([("mc", "wine", "M3N", "test_loss", 0.060, 0.01, 14, 0.0256),             # off by 0.034
+                   ("mc", "wine", "M3N", "test_loss_optimistic", 0.030, 0.01, 14, 0.0256),  # within 0.01
+                   ("mc", "wine", "M4N", "test_loss_optimistic", 0.028, 0.01, 14, 0.0235)])
+    write_csv(code, tables / "m4n_code.csv")
+    data = yaml.safe_load((report / "claims.yaml").read_text())
+    rule = {"table": "m4n_code", "metric": "test_loss_optimistic", "rule": "selected on test"}
+    data["claims"][0]["protocols"] = ["m4n_code", {**rule, "decides": False}]
+    data["claims"].append({**data["claims"][0], "id": "t1.deciding", "protocols": [rule]})
+    (report / "claims.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    out = ledger(report / "claims.yaml", report / "reports").set_index("id")
+    row = out.loc["t1.cell.mc.wine.M3N"]
+    assert row["verdict"] == NOT_REPRODUCED             # the shown rule holds, but does not decide
+    assert row["protocols"] == (
+        "m4n_code: not reproduced (0.06 ± 0.01 (n=14); Δ = +0.0344, bound 0.01); "
+        "m4n_code [test_loss_optimistic; selected on test; shown, not a verdict]: reproduced "
+        "(0.03 ± 0.01 (n=14); Δ = +0.0044, bound 0.01)")
+    assert out.loc["t1.cell.mc.wine.M4N", "verdict"] == NOT_REPRODUCED
+    assert "m4n_code [test_loss_optimistic; selected on test; shown, not a verdict]: reproduced" in (
+        out.loc["t1.cell.mc.wine.M4N", "protocols"])
+    assert out.loc["t1.deciding.mc.wine.M3N", "verdict"] == "reproduced under m4n_code"
+    data["claims"][0]["protocols"] = [{"table": "m4n_code", "decides": False}]   # a metric is required
+    (report / "claims.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(Exception, match="t1.cell"):
+        load_claims(report / "claims.yaml")
+
+
 def test_claims_cli_prints_and_writes_the_ledger(report, monkeypatch, capsys):
     from structpred.cli import main
 

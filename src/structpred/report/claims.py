@@ -24,7 +24,9 @@ paired tests ``<table>_tests.csv``, its grid-edge table ``<table>_selection.csv`
   b by more than the tolerance (``better``: lower or higher values are better).
 
 Verdicts: ``reproduced``; ``reproduced under <table>`` (fails on the claim's table, holds on one
-of its ``protocols``: sensitivity or converged tables); ``not reproduced``; ``cannot check``
+of its ``protocols``: sensitivity or converged tables, or the same table read on another metric,
+e.g. a selection rule's; a protocol with ``decides: false`` is shown, never decides); ``not
+reproduced``; ``cannot check``
 (the table or the cell is not there, or the data cannot be had: ``unavailable``).
 """
 
@@ -453,6 +455,33 @@ def _edges(tables: Tables, name: str, check: dict, methods) -> list[str]:
     return [f"{name}: {n}" for n in notes]
 
 
+def as_protocol(entry) -> dict:
+    """A ``protocols`` entry as ``{table, metric, rule, decides}``: a bare name is that table, read
+    on the claim's own metric, and decides the verdict (``reproduced under``); an entry naming a
+    ``metric`` reads that metric instead (e.g. ``test_loss_optimistic``, the authors' table rule),
+    and with ``decides: false`` it is shown beside the verdict without deciding it."""
+    entry = {"table": entry} if isinstance(entry, str) else dict(entry)
+    return {"metric": None, "rule": None, "decides": True, **entry}
+
+
+def protocol_check(check: dict, protocol: dict) -> dict:
+    """``check`` read on the protocol's metric (its own where the protocol names none)."""
+    metric = protocol["metric"]
+    if metric is None:
+        return check
+    if "metric" in check or "metric" not in check.get("match", {}):
+        return {**check, "metric": metric}
+    return {**check, "match": {**check["match"], "metric": metric}}
+
+
+def protocol_label(protocol: dict) -> str:
+    """How the ledger names a protocol: its table, and its metric and rule where it has them."""
+    extra = [x for x in (protocol["metric"], protocol["rule"]) if x]
+    if not protocol["decides"]:
+        extra.append("shown, not a verdict")
+    return protocol["table"] + (f" [{'; '.join(extra)}]" if extra else "")
+
+
 def evaluate(claim: dict, tables: Tables, settings: dict, causes) -> dict:
     """One ledger row of an expanded claim."""
     check = claim["check"]
@@ -460,13 +489,14 @@ def evaluate(claim: dict, tables: Tables, settings: dict, causes) -> dict:
     primary = run(tables, check["table"], check, settings)
     verdict, held = None, None
     alternatives = []
-    for protocol in claim.get("protocols", []):
-        out = run(tables, protocol, check, settings)
+    for protocol in map(as_protocol, claim.get("protocols", [])):
+        out = run(tables, protocol["table"], protocol_check(check, protocol), settings)
         if out.ok is None:
             continue
-        alternatives.append(f"{protocol}: {REPRODUCED if out.ok else NOT_REPRODUCED} ({out.ours}; {out.test})")
-        if out.ok and held is None:
-            held = protocol
+        alternatives.append(f"{protocol_label(protocol)}: {REPRODUCED if out.ok else NOT_REPRODUCED} "
+                            f"({out.ours}; {out.test})")
+        if out.ok and held is None and protocol["decides"]:
+            held = protocol["table"]
     if claim.get("unavailable") and primary.ok is None:
         verdict = CANNOT
         primary.test = claim["unavailable"]
@@ -516,5 +546,6 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 def claim_tables(claims_path) -> list[str]:
     """The tables (experiments) the claims read, primary and protocol alike."""
     data = load_claims(claims_path)
-    names = [c["check"]["table"] for c in data["claims"]] + [p for c in data["claims"] for p in c.get("protocols", [])]
+    names = [c["check"]["table"] for c in data["claims"]]
+    names += [as_protocol(p)["table"] for c in data["claims"] for p in c.get("protocols", [])]
     return list(dict.fromkeys(names))

@@ -40,15 +40,17 @@ def test_paper_config_drysnakemake(workdir):
     # the M4N tables under the authors' code protocol: Table 1's mc, ord and OCR rows (13 sets x 3
     # methods x 14 splits; no ranking script exists) and Table 2 again
     n_code = 13 * 3 * 14 + n_table2
+    # Casimir NER tuned by §7.3: the grids (3 c x 50 points, one seed), then Fig. 2 and 5a-d at 10 seeds
+    n_tuned = 3 * 50 + 10 * (15 + 12 + 4 + 12 + 6)
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
-                                 + n_converged + n_voc + n_code)
+                                 + n_converged + n_voc + n_code + n_tuned)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     assert counts["select_model"] == 4 + 2 + 3  # the emotion tables' lambda selection, once per method
     # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class and one per (figure,
     # class) of the non-convex figures, QS's USPS digit grid
-    assert counts["curve_table"] == 4 and counts["curve_figure"] == 6 + 20 + 5 * 20
+    assert counts["curve_table"] == 5 and counts["curve_figure"] == 6 + 5 + 20 + 5 * 20
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -158,6 +160,14 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert f1.between(0, 1).all()
     curves = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_curves.csv")
     assert set(curves["pass"]) == {0, 1, 2}
+    # tuned by §7.3 (config/smoke.yaml's 2-point grids): each figure run carries the point its grid chose
+    tuned = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_tuned.csv", keep_default_na=False)
+    grid = tuned[tuned["figure"] == "tune"].pivot_table(index=["method", "variant"], columns="metric", values="mean")
+    sgd = grid.loc["SGD"]
+    best = sgd[sgd["testa_token_f1"] >= 0.99 * sgd["testa_token_f1"].max()]["train_objective"].idxmin()
+    chosen = tuned[(tuned["figure"] == "fig2") & (tuned["method"] == "SGD")].set_index("metric")["mean"]
+    assert chosen["eta0"] == sgd.loc[best, "eta0"] and chosen["t0"] == 150000
+    assert "tables/casimir_ner_tuned.csv" in html and "figures/casimir_ner_tuned/fig2.png" in html
 
     # Casimir VOC Fig. 3 on the synthetic folder (random AlexNet): the whole path ran, labelled synthetic
     voc = pd.read_csv(workdir / "reports" / "tables" / "casimir_voc.csv")

@@ -81,6 +81,14 @@ def run_settings(section: dict, figure: str, c: float, method: str, swept: dict)
     return hp
 
 
+def job_settings(section: dict, run: dict, hyper: dict) -> dict:
+    """Everything one job depends on: its run's names, hyper-parameters ``hyper`` and the block's
+    data and evaluation settings."""
+    return {"figure": run["figure"], "c": run["c"], "method": run["method"], "variant": run["variant"],
+            "hyper": hyper, "word_threshold": section["word_threshold"], "eval_every": section["eval_every"],
+            "subsample": section.get("subsample")}
+
+
 def make_rule(method: str, hp: dict, space):
     """The step rule and surrogate of ``method`` with hyper-parameters ``hp``: SGD and BCFW on
     the hinge; SVRG and Casimir-SVRG on the top-K l2-smoothed hinge (``smoothing: nonsmooth``:
@@ -224,8 +232,12 @@ class NerFigures(CurveFigures):
 
         return casimir_report
 
+    def block(self, config: dict) -> dict:
+        """The experiment's settings (its config block)."""
+        return config[self.name]
+
     def jobs(self, config):
-        s = config[self.name]
+        s = self.block(config)
         unknown = [f for f in s["run"] if f not in s["figures"]]
         if unknown:
             raise ConfigError(f"casimir_ner runs unknown figures {unknown}; configured: {', '.join(s['figures'])}")
@@ -237,24 +249,21 @@ class NerFigures(CurveFigures):
         """``(dataset, method)`` job names -> the run they stand for (figure, c, method, variant,
         swept setting), for every configured figure: a job's settings are looked up here, from the
         config, never parsed back from its names."""
-        s = config[self.name]
+        s = self.block(config)
         return {(dataset_name(fig, c), method_name(m, v)): {"figure": fig, "c": float(c), "method": m,
                                                             "variant": v, "swept": swept}
                 for fig, spec in s["figures"].items() for c in spec["c"]
                 for m, v, swept in figure_runs(spec, METHODS, SWEEPS)}
 
     def view(self, config, dataset):
-        return config[self.name]["view"]
+        return self.block(config)["view"]
 
     def settings(self, config, dataset, method):
-        s = config[self.name]
+        s = self.block(config)
         run = self.runs(config).get((dataset, method))
         if run is None:
             raise not_a_run(self.name, dataset, method, s["figures"])
-        figure, c, m, variant = run["figure"], run["c"], run["method"], run["variant"]
-        return {"figure": figure, "c": c, "method": m, "variant": variant,
-                "hyper": run_settings(s, figure, c, m, run["swept"]), "word_threshold": s["word_threshold"],
-                "eval_every": s["eval_every"], "subsample": s.get("subsample")}
+        return job_settings(s, run, run_settings(s, run["figure"], run["c"], run["method"], run["swept"]))
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         from structpred.experiments.seeding import rng_for
@@ -277,4 +286,4 @@ class NerFigures(CurveFigures):
         return rows, history
 
     def curve_panels(self, config):
-        return list(config[self.name]["run"])
+        return list(self.block(config)["run"])

@@ -18,8 +18,9 @@ import pandas as pd
 
 from structpred.errors import ConfigError
 
-#: input kinds a job may need (the workflow maps each to a file)
-INPUT_KINDS = ("features", "view", "stamp", "selection", "candidates")
+#: input kinds a job may need (the workflow maps each to a file; ``runs``: the result files of
+#: other jobs of the same experiment, :meth:`Experiment.run_inputs`)
+INPUT_KINDS = ("features", "view", "stamp", "selection", "candidates", "runs")
 
 
 class Experiment:
@@ -70,6 +71,12 @@ class Experiment:
         its result rows do not list them (default: none; lambda's grid is then read from the rows:
         :mod:`structpred.report.selection`)."""
         return {}
+
+    def run_inputs(self, config: dict, dataset: str, method: str) -> list[tuple[str, str, int]]:
+        """``(dataset, method, split)`` of the jobs of this experiment whose result rows a job on
+        ``(dataset, method)`` reads (input kind ``runs``; Casimir's tuned figures read their
+        tuning grid's runs). Default: none."""
+        return []
 
     def threads(self, config: dict, dataset: str) -> int:
         return 1

@@ -66,6 +66,10 @@ def render_table(table: pd.DataFrame) -> str:
             out.append(f"<tr><td class=l>{c_label(c)}</td><td class=l>{html.escape(method)}</td>"
                        f"<td class=l>{html.escape(variant)}</td>{''.join(cells)}</tr>")
         out.append("</table>")
+    out.append("<p>Token F1: the authors' code's score, scikit-learn's support-weighted F1 of the token "
+               "tags over every tag but O; entity F1: conlleval's chunk-level F1, the 'official CoNLL "
+               "metric: the F1 measure excluding the O tags' as §7.1.1 names it. The figures plot the "
+               "token F1.</p>")
     start = table[table["metric"] == "initial_train_objective"]
     if len(start):
         ref = start["reference"].dropna()

@@ -138,7 +138,7 @@ def test_qs_equals_enumeration_on_a_tiny_instance():
     X, R = data.X[data.train], data.target[data.train]
     lam, n = 0.3, len(data.train)
     alpha = np.linalg.solve(X @ X.T + n * lam * np.eye(n), X @ data.X[data.test].T).T  # (K + n lam I)^-1 K_x
-    losses = Q.held_out_losses("QS", data, lam, settings, 0)
+    losses = Q.held_out_losses("QS", data, 1.0, lam, settings, 0)
     exact = 0
     for q, u in enumerate(data.test):
         items = np.flatnonzero(data.target[u])
@@ -282,6 +282,9 @@ def test_jobs_and_settings_of_the_paper_config(paper_config):
     assert (qs["n_train"], qs["n_test"], qs["cv_folds"]) == (643, 300, 5)
     assert "ssvm_passes" not in qs and "lbfgs_max_iter" not in qs
     assert qs["lambdas"] == paper_config["qs_movielens"]["lambdas"]["QS"]
+    assert qs["intercepts"] == paper_config["qs_movielens"]["qs_intercepts"]        # QS's kernel constant, CV'd
+    assert "intercepts" not in exp.settings(paper_config, "movielens", "Hinge")   # the baselines keep theirs
+    assert exp.grids(paper_config, "movielens", "QS") == {"intercept": paper_config["qs_movielens"]["qs_intercepts"]}
     assert "ssvm_passes" in exp.settings(paper_config, "movielens", "SVM-Struct")
 
 
@@ -323,6 +326,16 @@ def test_a_toy_job_writes_the_expected_rows(tmp_path):
         cv = frame[frame["metric"] == "cv_rank_loss"]
         assert list(cv["lam"]) == lams[method] and not cv["selected"].any()
         assert sel["lam"].iloc[0] == cv["lam"].iloc[int(np.argmin(cv["value"]))]
+    # QS selects its kernel's constant c with lambda: the CV curve over (c, lam), c in the detail
+    rows, _ = exp.run({"view": view}, toy_settings(lambdas=[0.1, 10.0], intercepts=[1.0, 10.0]), seed=0,
+                      dataset="movielens", method="QS", split=1)
+    frame = make_rows(rows)
+    sel = frame[frame["selected"]].set_index("metric")
+    cv = frame[frame["metric"] == "cv_rank_loss"]
+    assert list(cv["detail"]) == ["intercept=1", "intercept=1", "intercept=10", "intercept=10"]
+    best = cv.iloc[int(np.argmin(cv["value"]))]
+    assert (sel.loc["intercept", "value"], sel.loc["rank_loss", "lam"]) == (
+        float(best["detail"].split("=")[1]), best["lam"])
     rows, _ = exp.run({"view": view}, toy_settings(lambdas=[]), seed=0, dataset="movielens", method="Popularity",
                       split=1)
     frame = make_rows(rows)
@@ -346,7 +359,8 @@ def test_the_smoke_job_on_movielens(mirror, tmp_path, paper_config):
     assert list(sel["method"].unique()) == list(Q.METHODS)
     loss = sel[sel["metric"] == "rank_loss"].set_index("method")["value"]
     assert loss.between(0.2, 0.6).all()
-    assert set(sel["metric"]) == {"rank_loss", "seconds"} and set(sel["dataset"]) == {"movielens"}
+    assert set(sel["metric"]) == {"rank_loss", "seconds", "intercept"} and set(sel["dataset"]) == {"movielens"}
+    assert set(sel[sel["metric"] == "intercept"]["method"]) == {"QS"}    # only QS selects its kernel constant
 
 
 def test_report_hooks_table_tests_and_figure(tmp_path):

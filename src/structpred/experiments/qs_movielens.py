@@ -14,7 +14,8 @@ user's target movies are ranked and scored by the normalised rank loss (QS eq. 2
 ratings; a trial reports the mean over test users.
 
 Methods, each with ``lam`` chosen by K-fold cross-validation of the same rank loss on the
-training users (ties to the first of the grid), on the trial's features:
+training users (ties to the first of the grid), on the trial's features; QS selects its kernel's
+constant ``c`` (``qs_intercepts``) with ``lam``:
 
 * ``QS``: ``alpha(x) = (K + n lam I)^{-1} K_x`` with the linear kernel (the constant feature is
   its intercept), a test user's ranking ``argmin_y sum_i alpha_i(x) L(R_i, y)`` over its ``m_u``
@@ -171,33 +172,48 @@ def baseline_losses(method: str, X_tr, R_tr, X_q, R_q, lams, settings: dict, rng
     return [rank_losses(R_q, score_ranker(X_q @ W.T)) for W in Ws]
 
 
-def cross_validate(method: str, X: np.ndarray, R: np.ndarray, settings: dict, seed: int) -> tuple[float, list[float]]:
-    """``(chosen lam, mean CV rank loss per lam)``: K-fold CV over the training users; QS shares
-    one eigendecomposition per fold across the grid (:func:`structpred.solvers.kernel_ridge.ridge_cv`)."""
+def with_intercept(X: np.ndarray, c: float) -> np.ndarray:
+    """``X`` with its constant last feature set to ``c`` (QS's linear kernel ``<x, x'> + c^2``)."""
+    out = X.copy()
+    out[:, -1] = float(c)
+    return out
+
+
+def cross_validate(method: str, X: np.ndarray, R: np.ndarray, settings: dict,
+                   seed: int) -> tuple[tuple[float, float], list[tuple[float, float, float]]]:
+    """``((chosen c, chosen lam), [(c, lam, mean CV rank loss)])``: K-fold CV over the training
+    users, over ``lam`` and, for QS, the kernel's constant ``c`` (``settings["intercepts"]``; the
+    baselines keep the configured ``intercept``); ties to the first of the grid (``c`` slowest).
+    QS shares one eigendecomposition per fold and ``c`` across the lambdas
+    (:func:`structpred.solvers.kernel_ridge.ridge_cv`)."""
     from structpred.experiments.seeding import int_seed, rng_for
     from structpred.solvers.kernel_ridge import ridge_cv
 
     lams = [float(v) for v in settings["lambdas"]]
     folds = list(KFold(settings["cv_folds"], shuffle=True, random_state=int_seed(seed, "cv")).split(X))
-    errors = {lam: [] for lam in lams}
+    intercepts = [float(c) for c in settings.get("intercepts", [X[0, -1]])]
+    errors = {(c, lam): [] for c in intercepts for lam in lams}
     if method == "QS":
         def evaluate(alpha, tr, va):
             return rank_losses(R[va], qs_ranker(alpha, R[tr]))
 
-        for _, lam, _, err in ridge_cv(X, folds, "linear", [1.0], lams, evaluate):
-            errors[lam].append(err)
+        for c in intercepts:
+            for _, lam, _, err in ridge_cv(with_intercept(X, c), folds, "linear", [1.0], lams, evaluate):
+                errors[(c, lam)].append(err)
     else:
         for f, (tr, va) in enumerate(folds):
             losses = baseline_losses(method, X[tr], R[tr], X[va], R[va], lams, settings, rng_for(seed, method, "cv", f))
             for lam, err in zip(lams, losses):
-                errors[lam].append(float(np.mean(err)))
-    means = [float(np.mean(errors[lam])) for lam in lams]
-    log.info("%s CV rank loss per lam: %s", method, {lam: round(m, 4) for lam, m in zip(lams, means)})
-    return lams[select_first_min(means)], means
+                errors[(intercepts[0], lam)].append(float(np.mean(err)))
+    curve = [(c, lam, float(np.mean(errors[(c, lam)]))) for c in intercepts for lam in lams]
+    log.info("%s CV rank loss per (c, lam): %s", method, {(c, lam): round(m, 4) for c, lam, m in curve})
+    best = curve[select_first_min([m for _, _, m in curve])]
+    return best[:2], curve
 
 
-def held_out_losses(method: str, data: Trial, lam: float, settings: dict, seed: int) -> np.ndarray:
-    """Rank loss of each test user under ``method`` fitted on all training users with ``lam``."""
+def held_out_losses(method: str, data: Trial, c: float, lam: float, settings: dict, seed: int) -> np.ndarray:
+    """Rank loss of each test user under ``method`` fitted on all training users with ``lam`` (and,
+    for QS, the kernel constant ``c``)."""
     from structpred.experiments.seeding import rng_for
     from structpred.features.kernels import kernel_matrix
     from structpred.solvers.kernel_ridge import RidgeWeights
@@ -205,6 +221,7 @@ def held_out_losses(method: str, data: Trial, lam: float, settings: dict, seed: 
     X_tr, R_tr = data.X[data.train], data.target[data.train]
     X_te, R_te = data.X[data.test], data.target[data.test]
     if method == "QS":
+        X_tr, X_te = with_intercept(X_tr, c), with_intercept(X_te, c)
         alpha = RidgeWeights(kernel_matrix("linear", X_tr, X_tr), lam)(kernel_matrix("linear", X_tr, X_te))
         return rank_losses(R_te, qs_ranker(alpha, R_tr))
     if method == "Popularity":
@@ -222,14 +239,14 @@ class MovieLensRanking(Experiment):
     needs = ("view",)
     KEYS = ("n_train", "n_test", "cv_folds", "age_bins", "intercept")
     METHOD_KEYS = {"SVM-Struct": ("ssvm_passes",), "Linear": LBFGS_KEYS, "Hinge": LBFGS_KEYS,
-                   "Logistic": LBFGS_KEYS, "QS": (), "Popularity": ()}
+                   "Logistic": LBFGS_KEYS, "QS": ("intercepts",), "Popularity": ()}
 
     def jobs(self, config):
         s = config[self.name]
         return [(DATASET, m, t) for m in s["methods"] for t in range(s["n_trials"])]
 
     def settings(self, config, dataset, method):
-        s = config[self.name]
+        s = {**config[self.name], "intercepts": config[self.name]["qs_intercepts"]}
         if method not in METHODS:
             raise ConfigError(f"unknown qs_movielens method {method!r}; known: {', '.join(METHODS)}")
         return {**{k: s[k] for k in self.KEYS + self.METHOD_KEYS[method]}, "lambdas": s["lambdas"].get(method, [])}
@@ -248,20 +265,27 @@ class MovieLensRanking(Experiment):
         start = time.perf_counter()
         trial_seed = int_seed(seed, self.name, split)  # the same CV folds for every method
         if settings["lambdas"]:
-            lam, means = cross_validate(method, data.X[data.train], data.target[data.train], settings, trial_seed)
+            (c, lam), curve = cross_validate(method, data.X[data.train], data.target[data.train], settings,
+                                             trial_seed)
         else:  # nothing to select (Popularity)
-            lam, means = float("nan"), []
-        loss = float(np.mean(held_out_losses(method, data, lam, settings, trial_seed)))
+            (c, lam), curve = (float(settings["intercept"]), float("nan")), []
+        loss = float(np.mean(held_out_losses(method, data, c, lam, settings, trial_seed)))
         seconds = time.perf_counter() - start
-        log.info("%s trial %d: lam=%g, test rank loss %.4f (%.1fs)", method, split, lam, loss, seconds)
+        log.info("%s trial %d: c=%g lam=%g, test rank loss %.4f (%.1fs)", method, split, c, lam, loss, seconds)
         common = {"experiment": self.name, "task": TASK, "dataset": dataset, "method": method, "split": split,
                   "lam": lam}
         rows = [{**common, "selected": True, "metric": "rank_loss", "value": loss},
                 {**common, "selected": True, "metric": "seconds", "value": seconds}]
-        # the CV curve, in the job's file only (not aggregated)
-        rows += [{**common, "lam": float(v), "selected": False, "metric": "cv_rank_loss", "value": m}
-                 for v, m in zip(settings["lambdas"], means)]
+        if "intercepts" in settings:   # the kernel constant QS selected (the grid-edge check reads it)
+            rows.append({**common, "selected": True, "metric": "intercept", "value": c})
+        # the CV curve, in the job's file only (not aggregated); c in the detail where QS selects it
+        rows += [{**common, "lam": v, "selected": False, "metric": "cv_rank_loss", "value": m,
+                  **({"detail": f"intercept={cv:g}"} if "intercepts" in settings else {})}
+                 for cv, v, m in curve]
         return rows, None
+
+    def grids(self, config, dataset, method):
+        return {"intercept": list(config[self.name]["qs_intercepts"])} if method == "QS" else {}
 
     def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid

@@ -93,6 +93,20 @@ def test_usps_halves_and_runs():
     assert len(get("qs_usps").jobs(CONFIG)) == 20
 
 
+def test_usps_bandwidth_sensitivity_jobs_and_settings():
+    exp, base = get("qs_usps_bandwidth"), get("qs_usps")
+    jobs = exp.jobs(CONFIG)
+    names = ["KDE_output_sigma=0.02", "KDE_output_sigma=0.05", "KDE_output_sigma=0.1", "KDE_output_sigma=0.2", "QS"]
+    assert jobs == [("usps", m, k) for m in names for k in range(10)]
+    kde = exp.settings(CONFIG, "usps", "KDE_output_sigma=0.05")
+    assert kde == {**base.settings(CONFIG, "usps", "KDE"), "output_sigma": 0.05, "base": "KDE"}
+    assert qs_usps.space_of(kde["base"], kde).sigma == 0.05                      # trained with its bandwidth
+    assert exp.settings(CONFIG, "usps", "QS")["output_sigma"] == CONFIG["qs_usps"]["output_sigma"]
+    assert exp.grids(CONFIG, "usps", "QS") == {"lam": CONFIG["qs_usps"]["lambdas"]}
+    with pytest.raises(ConfigError, match="'KDE' is not a run of qs_usps_bandwidth"):
+        exp.settings(CONFIG, "usps", "KDE")
+
+
 def test_usps_selection_matches_explicit_refits():
     from structpred.estimators import QS
     from structpred.features.kernels import median_distance

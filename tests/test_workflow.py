@@ -26,8 +26,9 @@ def test_paper_config_drysnakemake(workdir):
     # Casimir: Fig. 2 (3 c x 5 methods x 10 seeds) and Fig. 5a-d (3 seeds each)
     n_casimir = 3 * 5 * 3 + 3 * (2 * 6 + 1 * 4 + 2 * 6 + 1 * 6)
     # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs),
-    # MovieLens (5 methods and the popularity reference x 10 trials)
-    n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10
+    # MovieLens (5 methods and the popularity reference x 10 trials), USPS's bandwidth sensitivity (KDE at 4
+    # output bandwidths and QS x 10 runs)
+    n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10 + 5 * 10
     # the sensitivity tables: Table 1's 10-bin ordinal rows again (3 sets x 3 methods x 14 splits), the
     # emotion table's AGM and SSVM again (2 x 20 splits)
     n_sensitivity = 3 * 3 * 14 + 2 * 20
@@ -48,9 +49,9 @@ def test_paper_config_drysnakemake(workdir):
                                  + n_converged + n_voc + n_code + n_tuned)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     assert counts["select_model"] == 4 + 2 + 3  # the emotion tables' lambda selection, once per method
-    # history figures: Casimir's Fig. 2, 5a-d, one Fig. 3 panel per VOC class and one per (figure,
-    # class) of the non-convex figures, QS's USPS digit grid
-    assert counts["curve_table"] == 5 and counts["curve_figure"] == 6 + 5 + 20 + 5 * 20
+    # history figures: Casimir's Fig. 2, 5a-d (script settings and tuned), one Fig. 3 panel per VOC class
+    # and one per (figure, class) of the non-convex figures, QS's USPS digit grids (Table 2, sensitivity)
+    assert counts["curve_table"] == 6 and counts["curve_figure"] == 6 + 5 + 1 + 20 + 5 * 20
     assert counts["html_report"] == 1
     # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
@@ -195,6 +196,12 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert usps["mean"].between(0, 2).all()
     recognition = usps[usps["metric"] == "recognition"]["mean"]
     assert (recognition < 0.6).all()  # reconstructions are far better than chance (0.9) for the classifier
+    bandwidth = pd.read_csv(workdir / "reports" / "tables" / "qs_usps_bandwidth.csv").set_index(["method", "metric"])
+    assert set(bandwidth.index.get_level_values(0)) == {"KDE_output_sigma=0.05", "KDE_output_sigma=0.2", "QS"}
+    # the same runs and images: KDE at qs_usps's bandwidth and QS are qs_usps's rows again
+    again = usps.set_index(["method", "metric"])
+    assert bandwidth.loc[("KDE_output_sigma=0.2", "recognition"), "mean"] == again.loc[("KDE", "recognition"), "mean"]
+    assert bandwidth.loc[("QS", "hellinger"), "mean"] == again.loc[("QS", "hellinger"), "mean"]
     movies = pd.read_csv(workdir / "reports" / "tables" / "qs_movielens.csv")
     assert set(movies["method"]) == {"QS", "Linear", "Hinge", "Logistic", "SVM-Struct", "Popularity"}
     assert (movies["metric"] == "rank_loss").all() and (movies["n_splits"] == 2).all()

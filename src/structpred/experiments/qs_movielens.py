@@ -276,8 +276,8 @@ class MovieLensRanking(Experiment):
                   "lam": lam}
         rows = [{**common, "selected": True, "metric": "rank_loss", "value": loss},
                 {**common, "selected": True, "metric": "seconds", "value": seconds}]
-        if "intercepts" in settings:   # the kernel constant QS selected (the grid-edge check reads it)
-            rows.append({**common, "selected": True, "metric": "intercept", "value": c})
+        if "intercepts" in settings:   # the kernel constant QS chose: the grid-edge check reads it (not aggregated)
+            rows.append({**common, "selected": False, "metric": "intercept", "value": c})
         # the CV curve, in the job's file only (not aggregated); c in the detail where QS selects it
         rows += [{**common, "lam": v, "selected": False, "metric": "cv_rank_loss", "value": m,
                   **({"detail": f"intercept={cv:g}"} if "intercepts" in settings else {})}

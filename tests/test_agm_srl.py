@@ -44,3 +44,43 @@ def test_tree_losses_per_tree_and_pooled():
 def test_unknown_method_is_a_clear_error():
     with pytest.raises(ConfigError, match="unknown agm_srl method 'HMM'"):
         agm_srl.estimator("HMM", Tree(9, "absolute"), 0.1, get("agm_srl").settings(CONFIG, "conll2005", "AGM"), 0)
+
+
+def test_the_orders_table_runs_each_order_with_agm_srl_settings():
+    exp, base = get("agm_srl_orders"), get("agm_srl")
+    jobs = exp.jobs(CONFIG)
+    assert jobs == [(f"order{k}", m, 0) for k in range(5) for m in ("AGM", "CRF", "SSVM", "M4N")]
+    s = exp.settings(CONFIG, "order3", "SSVM")
+    assert s == {**base.settings(CONFIG, "conll2005", "SSVM"), "class_order_seed": 3,
+                 "lambdas": CONFIG["agm_srl_orders"]["lambdas"]}
+    assert exp.resumable and base.resumable
+    with pytest.raises(ConfigError, match="'order9' is not a class order of agm_srl_orders"):
+        exp.settings(CONFIG, "order9", "AGM")
+
+
+@pytest.fixture(scope="module")
+def srl_view(tmp_path_factory, mirror):
+    from structpred.data.store import prepare
+
+    path = tmp_path_factory.mktemp("srl") / "conll2005.npz"
+    prepare("conll2005", mirror, path)
+    return str(path)
+
+
+def test_a_stopped_job_resumes_from_its_kept_fits(srl_view, tmp_path):
+    exp = get("agm_srl_orders")
+    settings = {**exp.settings(CONFIG, "order1", "SSVM"), "subsample": {"train": 40, "devel": 20, "test.wsj": 20},
+                "n_bits": 10, "lambdas": [1e-2, 1e-3], "n_passes": 2}
+    run = lambda: exp.run({"view": srl_view}, settings, seed=0, dataset="order1", method="SSVM", split=0,  # noqa: E731
+                          checkpoint=tmp_path / "fits")
+    rows, history = run()
+    kept = sorted(p.name for p in (tmp_path / "fits").glob("*/*"))
+    assert kept == ["lam=0.001.history.csv", "lam=0.001.json", "lam=0.01.history.csv", "lam=0.01.json"]
+    assert {r["dataset"] for r in rows} == {"order1"} and len([r for r in rows if r["metric"] == "tree_loss"]) == 20
+    again, history_again = run()                       # every fit read back: the same rows, timings included
+    assert again == rows and history_again.equals(history)
+    for path in (tmp_path / "fits").glob("*/lam=0.001.*"):   # a job stopped after its first lambda
+        path.unlink()
+    resumed, _ = run()
+    strip = lambda rs: [r for r in rs if r["metric"] != "seconds"]  # noqa: E731
+    assert strip(resumed) == strip(rows)

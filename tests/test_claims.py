@@ -159,6 +159,27 @@ def test_a_protocol_on_another_metric_is_read_and_shown_without_deciding(report)
         load_claims(report / "claims.yaml")
 
 
+def test_an_order_on_each_dataset_holds_only_if_it_holds_on_all(tmp_path):
+    tables = tmp_path / "reports" / "tables"
+    tables.mkdir(parents=True)
+    write_csv(_table([("srl", f"order{k}", m, "tree_loss", 0.1, 0.01, 50, None)
+                      for k in range(3) for m in ("AGM", "CRF")]), tables / "srl.csv")
+    write_csv(_tests([("srl", "order0", "tree_loss", "AGM", "CRF", 50, -0.02, 1.0, 0.001),
+                      ("srl", "order1", "tree_loss", "CRF", "AGM", 50, 0.03, 1.0, 0.01),    # either way round
+                      ("srl", "order2", "tree_loss", "AGM", "CRF", 50, -0.01, 9.0, 0.2)]), tables / "srl_tests.csv")
+    claims = {**SETTINGS, "claims": [
+        {"id": f"each.{r}", "paper": "AGM", "where": "Table 2", "statement": f"AGM {r} CRF",
+         "check": {"kind": "order", "table": "srl", "a": "AGM", "b": "CRF", "metric": "tree_loss", "relation": r,
+                   "quantifier": "each"}} for r in ("below", "not_worse")]}
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(claims, sort_keys=False))
+    out = ledger(tmp_path / "claims.yaml", tmp_path / "reports").set_index("id")
+    assert out.loc["each.below", "verdict"] == NOT_REPRODUCED                  # order2 is a tie (p = 0.2)
+    assert out.loc["each.below", "ours"] == "AGM below CRF on 2 of 3 datasets"
+    assert out.loc["each.below", "test"] == ("order0: diff -0.02, p = 0.001; order1: diff -0.03, p = 0.01; "
+                                             "order2: diff -0.01, p = 0.2")
+    assert out.loc["each.not_worse", "verdict"] == REPRODUCED
+
+
 def test_claims_cli_prints_and_writes_the_ledger(report, monkeypatch, capsys):
     from structpred.cli import main
 

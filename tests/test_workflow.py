@@ -45,8 +45,10 @@ def test_paper_config_drysnakemake(workdir):
     n_tuned = 3 * 50 + 10 * (15 + 12 + 4 + 12 + 6)
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
+    # AGM SRL over 5 class orders x 4 methods
+    n_orders = 5 * 4
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
-                                 + n_converged + n_voc + n_code + n_tuned)
+                                 + n_converged + n_voc + n_code + n_tuned + n_orders)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     assert counts["select_model"] == 4 + 2 + 3  # the emotion tables' lambda selection, once per method
     # history figures: Casimir's Fig. 2, 5a-d (script settings and tuned), one Fig. 3 panel per VOC class
@@ -208,6 +210,9 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert movies["mean"].between(0.2, 0.6).all()  # a random ranking scores about 0.5
     assert movies.loc[movies["method"] != "Popularity", "reference"].notna().all()
 
+    orders = pd.read_csv(workdir / "reports" / "tables" / "agm_srl_orders.csv")
+    assert set(orders["dataset"]) == {"order0", "order1"} and set(orders["method"]) == {"AGM", "CRF"}
+    assert "figures/agm_srl_orders.png" in html
     srl = pd.read_csv(workdir / "reports" / "tables" / "agm_srl.csv")
     assert set(srl["method"]) == {"AGM", "CRF", "SSVM", "M4N"} and set(srl["metric"]) == {"tree_loss", "node_loss"}
     trees = srl[srl["metric"] == "tree_loss"]

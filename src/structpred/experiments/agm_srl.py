@@ -20,10 +20,12 @@ test propositions, and the paired tests pair methods over propositions; one ``no
 
 from __future__ import annotations
 
+import html
 import logging
 import time
 
 import numpy as np
+import pandas as pd
 
 from structpred.errors import ConfigError
 from structpred.experiments.registry import Experiment, register
@@ -91,18 +93,25 @@ class SemanticRoleLabelling(Experiment):
 
     single_selection = True  # one lambda per method for every test tree
 
+    def block(self, config: dict) -> dict:
+        """The experiment's settings (its config block)."""
+        return config[self.name]
+
     def jobs(self, config):
-        return [(DATASET, m, 0) for m in config[self.name]["methods"]]
+        return [(DATASET, m, 0) for m in self.block(config)["methods"]]
 
     def view(self, config, dataset):
         return "conll2005"
 
     def settings(self, config, dataset, method):
-        return {k: config[self.name][k] for k in self.KEYS}
+        return {k: self.block(config)[k] for k in self.KEYS}
 
-    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
+    resumable = True   # each lambda's fit is kept (its devel and test losses): a stopped job resumes
+
+    def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
         from structpred.data.srl import class_order
         from structpred.data.store import load
+        from structpred.experiments.fit_cache import FitCache
         from structpred.experiments.seeding import int_seed
         from structpred.outputs import Tree
 
@@ -113,20 +122,30 @@ class SemanticRoleLabelling(Experiment):
         space = Tree(len(order), "absolute", joint_map="tree_hashed")
         data = {key: examples(arrays, part, settings, seed, rank) for key, part in PARTS.items()}
         fit_seed = int_seed(seed, self.name, method)
-        records, models = [], []
+        cache = None if checkpoint is None else FitCache(
+            checkpoint, {"experiment": self.name, "dataset": dataset, "method": method, "seed": seed,
+                         "settings": settings}, [inputs["view"]])
+        records, histories = [], []
         for lam in settings["lambdas"]:
-            start = time.perf_counter()
-            model = estimator(method, space, lam, settings, fit_seed).fit(data["train"].X, data["train"].y)
-            seconds = time.perf_counter() - start
-            val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
-            log.info("%s lam=%g: devel tree loss %.4f (%.1fs)", method, lam, val, seconds)
-            records.append({"lam": float(lam), "val_loss": val, "seconds": seconds})
-            models.append(model)
+            kept = None if cache is None else cache.load(lam)
+            if kept is None:
+                start = time.perf_counter()
+                model = estimator(method, space, lam, settings, fit_seed).fit(data["train"].X, data["train"].y)
+                seconds = time.perf_counter() - start
+                val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
+                per_tree, node = tree_losses(space, data["test"].y, predict(method, model, space, data["test"].X))
+                kept = ({"lam": float(lam), "val_loss": val, "seconds": seconds, "node_loss": node,
+                         "tree_losses": [float(v) for v in per_tree]}, model.history_)
+                if cache is not None:
+                    cache.save(lam, *kept)
+            record, history = kept
+            log.info("%s lam=%g: devel tree loss %.4f (%.1fs)", method, lam, record["val_loss"], record["seconds"])
+            records.append(record)
+            histories.append(history)
         best = select_first_min([r["val_loss"] for r in records])
-        lam = records[best]["lam"]
-        per_tree, node = tree_losses(space, data["test"].y, predict(method, models[best], space, data["test"].X))
+        lam, per_tree, node = records[best]["lam"], np.asarray(records[best]["tree_losses"]), records[best]["node_loss"]
         log.info("%s: lam=%g, test tree loss %.4f, node loss %.4f", method, lam, per_tree.mean(), node)
-        common = {"experiment": self.name, "task": TASK, "dataset": DATASET, "method": method, "lam": lam}
+        common = {"experiment": self.name, "task": TASK, "dataset": dataset, "method": method, "lam": lam}
         rows = [{**common, "split": int(i), "selected": True, "metric": "tree_loss", "value": float(v)}
                 for i, v in enumerate(per_tree)]
         rows += [{**common, "split": 0, "selected": True, "metric": "node_loss", "value": node},
@@ -137,7 +156,7 @@ class SemanticRoleLabelling(Experiment):
         for key, ex in data.items():  # pruning statistics per part, in the job's file only
             rows += [{**common, "split": 0, "selected": False, "metric": f"{key}_{stat}", "value": float(ex.stats[stat])}
                      for stat in ("propositions", "nodes_mean", "lost_fraction")]
-        return rows, models[best].history_
+        return rows, histories[best]
 
     def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid
@@ -156,3 +175,89 @@ class SemanticRoleLabelling(Experiment):
         from structpred.report.significance import best_tests
 
         return best_tests(selected[selected["metric"] == "tree_loss"])
+
+
+def order_dataset(seed: int) -> str:
+    """``order3``: the job of the class order drawn with seed 3."""
+    return f"order{int(seed)}"
+
+
+@register
+class SemanticRoleLabellingOrders(SemanticRoleLabelling):
+    """AGM Table 2 over several seeded random class orders (the ordinal cost's order, which the
+    paper does not give): a job per (order, method), every other setting ``agm_srl``'s unless this
+    block overrides it (``lambdas``, ``subsample``, ``n_passes``).  The page gives each order's
+    table with its paired tests and, per method, the mean and spread of its loss over orders."""
+
+    name = "agm_srl_orders"
+    title = ("AGM (NeurIPS 2018) Table 2 over random class orders: semantic role labelling, average tree "
+             "loss per order and its spread")
+    references_of = None
+
+    def block(self, config):
+        own = config[self.name]
+        return {**config["agm_srl"], **{k: v for k, v in own.items() if k != "departures"}}
+
+    def orders(self, config) -> dict[str, int]:
+        return {order_dataset(k): int(k) for k in self.block(config)["class_order_seeds"]}
+
+    def jobs(self, config):
+        return [(d, m, 0) for d in self.orders(config) for m in self.block(config)["methods"]]
+
+    def settings(self, config, dataset, method):
+        orders = self.orders(config)
+        if dataset not in orders:
+            raise ConfigError(f"{dataset!r} is not a class order of {self.name}; orders: {', '.join(orders)}")
+        return {**super().settings(config, dataset, method), "class_order_seed": orders[dataset]}
+
+    def render(self, table, tests, config):
+        from structpred.experiments.qs_report import render_grid
+
+        return (render_spread(table) + render_grid(table, tests, rows="dataset", metric="tree_loss", note=(
+            "Per class order: the mean over test propositions of each tree's mean node loss; bold = best or not "
+            "significantly worse (Wilcoxon over propositions).")))
+
+    def figure(self, table, path, config):
+        orders_figure(table[table["metric"] == "tree_loss"], path)
+
+    def tests(self, selected, config):
+        from structpred.report.significance import best_tests
+
+        return best_tests(selected[selected["metric"] == "tree_loss"])
+
+
+def order_spread(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method: the mean, sample std, min and max over class orders of its tree loss."""
+    loss = table[table["metric"] == "tree_loss"]
+    out = loss.groupby("method", sort=False)["mean"].agg(["mean", "std", "min", "max", "count"])
+    return out.rename(columns={"count": "n_orders"})
+
+
+def render_spread(table: pd.DataFrame) -> str:
+    spread = order_spread(table)
+    out = ["<p>Average tree loss over class orders (the paper: 'a random order of the class labels', not "
+           "given): per method, mean ± std over orders, and the range.</p><table><tr><th class=l>method</th>"
+           "<th>mean</th><th>std</th><th>min</th><th>max</th><th>orders</th></tr>"]
+    for method, r in spread.iterrows():
+        out.append(f"<tr><td class=l>{html.escape(str(method))}</td><td>{r['mean']:.4f}</td><td>{r['std']:.4f}</td>"
+                   f"<td>{r['min']:.4f}</td><td>{r['max']:.4f}</td><td>{int(r['n_orders'])}</td></tr>")
+    return "\n".join(out + ["</table>"])
+
+
+def orders_figure(loss, path) -> None:
+    """Each method's tree loss per class order (points, joined by order) and its mean over orders."""
+    import matplotlib.pyplot as plt
+
+    from structpred.report.figures import save_figure
+
+    methods = list(dict.fromkeys(loss["method"]))
+    fig, ax = plt.subplots(figsize=(1.4 * len(methods) + 2, 3.2))
+    for order, part in loss.groupby("dataset", sort=False):
+        part = part.set_index("method").reindex(methods)
+        ax.plot(range(len(methods)), part["mean"], marker="o", lw=0.8, alpha=0.6, label=str(order))
+    means = loss.groupby("method", sort=False)["mean"].mean().reindex(methods)
+    ax.scatter(range(len(methods)), means, marker="_", s=500, color="black", zorder=3, label="mean over orders")
+    ax.set_xticks(range(len(methods)), methods)
+    ax.set_ylabel("average tree loss (section 23)")
+    ax.legend(fontsize=7, ncol=2)
+    save_figure(fig, path)

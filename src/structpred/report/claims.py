@@ -12,7 +12,8 @@ paired tests ``<table>_tests.csv``, its grid-edge table ``<table>_selection.csv`
   ``below`` = mean difference < 0 and p < alpha, ``tie`` = p >= alpha, ``not_worse`` = not
   (difference > 0 and p < alpha); ``paper`` = the order of the paper's own numbers (a tie when
   they differ by at most ``tie`` times the larger: the papers print three digits). Quantifier
-  ``most``: ``a``'s mean below ``b``'s on more than half of the table's datasets;
+  ``most``: ``a``'s mean below ``b``'s on more than half of the table's datasets; ``each``: the
+  relation holds by the paired test on every dataset of the table;
 * ``best``: the method is bold, best or not significantly worse than the best (AGM's rule);
 * ``trend``: the means of ``rows``, in order, ``increasing`` / ``decreasing`` (every step by more
   than the tolerance), ``flat`` (max - min within the tolerance; ``std``: every pair within the
@@ -318,6 +319,8 @@ def check_order(tables: Tables, name: str, check: dict, settings: dict) -> Outco
         return Outcome(below > len(means) / 2, f"{a} below {b} on {below} of {len(means)} datasets",
                        test=f"significantly below on {sig_below}, above on {sig_above} (Wilcoxon, α = {alpha:g})",
                        tolerance="more than half, by the means", methods=[a, b])
+    if check.get("quantifier") == "each":
+        return _order_on_each(table, tests, name, check, where, alpha)
     ra, why_a = _one(table, {**where, "method": a, "metric": metric}, name)
     rb, why_b = _one(table, {**where, "method": b, "metric": metric}, name)
     if ra is None or rb is None:
@@ -333,6 +336,25 @@ def check_order(tables: Tables, name: str, check: dict, settings: dict) -> Outco
                    f"mean diff {diff:+.4g}, Wilcoxon p = {p:.2g} (n = {n})",
                    {"below": f"p < {alpha:g}", "tie": f"p ≥ {alpha:g}",
                     "not_worse": f"not significantly worse (α = {alpha:g})"}[check["relation"]], [a, b])
+
+
+def _order_on_each(table, tests, name: str, check: dict, where: dict, alpha: float) -> Outcome:
+    """``relation`` of ``a`` to ``b`` by the paired test on every dataset of the table (e.g. each
+    class order of AGM's SRL table): holds when it holds on all of them."""
+    a, b, metric, relation = check["a"], check["b"], check["metric"], check["relation"]
+    datasets = list(dict.fromkeys(_match(table, {**where, "metric": metric})["dataset"]))
+    results = []
+    for dataset in datasets:
+        t = _test_row(tests, {**where, "dataset": dataset, "metric": metric}, a, b)
+        if t is None:
+            return Outcome(None, test=f"no paired test of {a} and {b} on {dataset} in {name}_tests")
+        results.append((dataset, *t))
+    if not results:
+        return Outcome(None, test=f"{name} has no {metric} rows")
+    held = [d for d, diff, p, _ in results if _order_ok(relation, diff, p, alpha)]
+    return Outcome(len(held) == len(results), f"{a} {relation} {b} on {len(held)} of {len(results)} datasets",
+                   "", "; ".join(f"{d}: diff {diff:+.3g}, p = {p:.2g}" for d, diff, p, _ in results),
+                   f"on every dataset (α = {alpha:g})", [a, b])
 
 
 def check_best(tables: Tables, name: str, check: dict, settings: dict) -> Outcome:

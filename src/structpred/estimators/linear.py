@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError
+from structpred.estimators._fitting import AtomicFit, check_feature_names
 from structpred.features.joint import joint_map
 from structpred.outputs import make_space
 from structpred.outputs.batch import labels_batch
@@ -50,11 +51,15 @@ def _solver(name, block_rule: str) -> str:
     return name
 
 
-class _LinearStructured(BaseEstimator):
+class _LinearStructured(AtomicFit, BaseEstimator):
     """Shared fit / predict: subclasses give ``_surrogate(space)`` and ``_rule(surrogate)``."""
 
     def fit(self, X, y, X_val=None, y_val=None):
-        """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss."""
+        """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss.  A fit
+        that fails leaves the estimator as it was (:class:`~structpred.estimators._fitting.AtomicFit`)."""
+        return super().fit(X, y, X_val=X_val, y_val=y_val)
+
+    def _fit(self, X, y, X_val=None, y_val=None):
         _refuse_sparse(X, "X")
         if y is None:
             raise StructpredError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -84,6 +89,7 @@ class _LinearStructured(BaseEstimator):
         M^2 for rankings), or a list of chain score vectors for sequences."""
         check_is_fitted(self, "coef_")
         _refuse_sparse(X, "X")
+        check_feature_names(self, X)
         return joint_map(self.space_, X, like=self.joint_map_, who=type(self).__name__).scores(self.coef_)
 
     def predict(self, X):

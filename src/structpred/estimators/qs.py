@@ -17,6 +17,7 @@ from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError, check_positive
+from structpred.estimators._fitting import AtomicFit, check_feature_names
 from structpred.features.kernels import check_kernel, kernel_matrix
 from structpred.features.sequences import as_float_matrix
 from structpred.outputs import StatisticDecoding, WeightedDecoding, make_space, require
@@ -41,7 +42,7 @@ def _concat(parts):
     return np.concatenate(parts, axis=0)
 
 
-class QS(BaseEstimator):
+class QS(AtomicFit, BaseEstimator):
     """Structured prediction by the loss trick (QS Alg. 1).
 
     ``alpha(x) = (K + n lam I)^{-1} K_x`` with the ``kernel`` (``"linear"`` or ``"gaussian"``
@@ -69,8 +70,9 @@ class QS(BaseEstimator):
         self.n_labels = n_labels
 
     # --- fit ------------------------------------------------------------------------
-    def fit(self, X, y):
-        """Factorise the kernel ridge system on the training inputs and keep the outputs."""
+    def _fit(self, X, y):
+        """Factorise the kernel ridge system on the training inputs and keep the outputs (through
+        :meth:`fit`, which leaves the estimator as it was if this fails)."""
         X, self.space_, self.y_fit_ = self._check_data(X, y)
         self._fit_weights(X, self.sigma, self.lam)
         return self
@@ -120,6 +122,8 @@ class QS(BaseEstimator):
 
     def weights(self, X) -> np.ndarray:
         """``alpha(x)`` for every row of ``X``: a ``(t, n_train)`` array (QS eq. 3-4)."""
+        check_is_fitted(self, "weights_")
+        check_feature_names(self, X)
         return self.weights_(self._kernel_columns(X))
 
     def _decode(self, X):
@@ -130,6 +134,7 @@ class QS(BaseEstimator):
     def predict(self, X):
         """``argmin_y sum_i alpha_i(x) L(y_i, y)`` per row of ``X`` (QS eq. 2)."""
         check_is_fitted(self, "weights_")
+        check_feature_names(self, X)
         X = as_float_matrix(X)
         b = int(check_positive(self.batch_size, "batch_size"))
         return _concat([self._decode(X[s:s + b]) for s in range(0, X.shape[0], b)])
@@ -173,7 +178,7 @@ class QSCV(QS):
         self.batch_size = batch_size
         self.n_labels = n_labels
 
-    def fit(self, X, y):
+    def _fit(self, X, y):
         X, space, y = self._check_data(X, y)
         sigmas = [check_positive(s, "sigma") for s in np.atleast_1d(self.sigmas)]
         lams = [check_positive(v, "lam") for v in np.atleast_1d(self.lams)]

@@ -163,6 +163,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert f1.between(0, 1).all()
     curves = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_curves.csv")
     assert set(curves["pass"]) == {0, 1, 2}
+    job = pd.read_csv(workdir / "results" / "casimir_ner" / "fig2_c1" / "SGD" / "split0.csv", keep_default_na=False)
+    assert (job.loc[job["metric"] == "seconds", "detail"] != "").all()     # the CPU behind the recorded time
     # tuned by §7.3 (config/smoke.yaml's 2-point grids): each figure run carries the point its grid chose
     tuned = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_tuned.csv", keep_default_na=False)
     grid = tuned[tuned["figure"] == "tune"].pivot_table(index=["method", "variant"], columns="metric", values="mean")

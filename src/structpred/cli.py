@@ -1,4 +1,5 @@
-"""Command line interface: ``structpred data ...``, ``structpred report ...``, ``structpred claims``.
+"""Command line interface: ``structpred data ...``, ``structpred report ...``, ``structpred claims``,
+``structpred runs cost``.
 
 Each subcommand group lives in the module that owns the concept and registers itself
 through a ``register(subparsers)`` function; this module only wires them together.
@@ -15,6 +16,7 @@ from structpred.errors import StructpredError
 
 def build_parser() -> argparse.ArgumentParser:
     from structpred.data import cli as data_cli
+    from structpred.experiments import runs_cli
     from structpred.report import claims_cli
     from structpred.report import cli as report_cli
 
@@ -24,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     data_cli.register(sub)
     report_cli.register(sub)
     claims_cli.register(sub)
+    runs_cli.register(sub)
     return parser
 
 

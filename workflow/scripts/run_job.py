@@ -2,6 +2,7 @@ import pandas as pd
 
 from structpred.experiments.registry import get
 from structpred.experiments.results import make_rows, write_csv
+from structpred.experiments.run_archive import cpu_model
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
@@ -13,4 +14,7 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
         dict(snakemake.input), snakemake.params.settings, seed=snakemake.params.seed,  # noqa: F821
         dataset=wc.dataset, method=wc.method, split=int(wc.split), threads=snakemake.threads, **resume)  # noqa: F821
     write_csv(pd.DataFrame() if history is None else history, snakemake.output.history)  # noqa: F821
-    write_csv(make_rows(rows), snakemake.output.rows)  # noqa: F821
+    rows = make_rows(rows)
+    timing = rows["metric"] == "seconds"   # the CPU the time was measured on (structpred runs cost)
+    rows["detail"] = rows["detail"].astype(object).where(~timing | rows["detail"].notna(), cpu_model())
+    write_csv(rows, snakemake.output.rows)  # noqa: F821

@@ -1,0 +1,57 @@
+"""The run archive's recorded cost (structpred runs cost): sums of the jobs' seconds rows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from structpred.cli import main
+from structpred.errors import ConfigError
+from structpred.experiments.results import make_rows, write_csv
+from structpred.experiments.run_archive import cost_table, cpu_model, job_costs
+
+
+def _job(root, experiment, dataset, method, split, seconds, cpu=None):
+    rows = [{"experiment": experiment, "dataset": dataset, "method": method, "split": split, "metric": "loss",
+             "value": 0.5, "selected": True}]
+    rows += [{"experiment": experiment, "dataset": dataset, "method": method, "split": split, "metric": "seconds",
+              "value": s, "selected": False, "detail": cpu} for s in seconds]
+    path = root / experiment / dataset / method / f"split{split}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(make_rows(rows), path)
+    write_csv(make_rows(rows[:1]), path.with_name(f"split{split}.history.csv"))   # histories are not jobs
+
+
+@pytest.fixture
+def archive(tmp_path):
+    root = tmp_path / "runs"
+    _job(root, "m4n", "iris", "M3N", 0, [1800.0, 1800.0], "CPU A")    # one row per lambda: summed
+    _job(root, "m4n", "iris", "M3N", 1, [3600.0], "CPU B")
+    _job(root, "m4n", "wine", "CRF", 0, [720.0])
+    _job(root, "agm", "ck", "AGM", 0, [])                              # untimed
+    return root
+
+
+def test_costs_sum_the_seconds_rows_per_group(archive):
+    jobs = job_costs(archive)
+    assert len(jobs) == 4 and math.isnan(jobs.set_index("experiment").loc["agm", "seconds"])
+    table = cost_table(archive).set_index("experiment")
+    assert table.loc["m4n", ["jobs", "timed_jobs", "cpu_hours"]].tolist() == [3, 3, 2.2]
+    assert table.loc["m4n", "cpu"] == "CPU A; CPU B"
+    assert table.loc["agm", "timed_jobs"] == 0 and math.isnan(table.loc["agm", "cpu_hours"])   # never 0
+    by = cost_table(archive, "dataset").set_index(["experiment", "method", "dataset"])
+    assert by.loc[("m4n", "M3N", "iris"), "cpu_hours"] == 2.0 and by.loc[("m4n", "CRF", "wine"), "cpu_hours"] == 0.2
+    with pytest.raises(ConfigError, match="unknown grouping 'split'"):
+        cost_table(archive, "split")
+    with pytest.raises(ConfigError, match="no run archive at"):
+        cost_table(archive / "missing")
+
+
+def test_the_command_prints_the_table_and_the_total(archive, capsys):
+    assert main(["runs", "cost", "--archive", str(archive)]) == 0
+    out = capsys.readouterr().out
+    assert "total: 2.2 CPU-hours over 3 timed jobs (1 untimed)" in out
+    assert main(["runs", "cost", "--archive", str(archive / "none")]) == 2
+    assert "no run archive at" in capsys.readouterr().err
+    assert cpu_model()

@@ -60,11 +60,22 @@ def test_reference_mode_and_errors():
     F = NystromGaussian(30, random_state=0, whiten=False).fit(X).transform(X)
     assert F.shape == (120, 31)
     nys = NystromGaussian(30, random_state=0).fit(X)
-    with pytest.raises(StructpredError):
+    with pytest.raises(ValueError, match="X has 3 features, but NystromGaussian is expecting 6 features as input"):
         nys.transform(X[:, :3])
     Xn = X.copy()
     Xn[3, 1] = np.nan
-    with pytest.raises(StructpredError):
+    with pytest.raises(ValueError, match="Input X contains NaN"):
         NystromGaussian(10).fit(Xn)
-    with pytest.raises(StructpredError):
+    with pytest.raises(StructpredError, match=r"^X must be 2-d \(n_samples, n_features\), got 1-d\. Reshape"):
         NystromGaussian(10).fit(X[0])
+    for bad, text in (({"n_components": 2.5}, "n_components must be a positive integer, got 2.5"),
+                      ({"n_components": "a"}, "n_components must be a positive integer, got 'a'"),
+                      ({"n_components": 0}, "n_components must be a positive integer, got 0"),
+                      ({"eig_tol": -1}, r"eig_tol must be a number in \[0, 1\), got -1")):
+        with pytest.raises(StructpredError, match=text):
+            NystromGaussian(**bad).fit(X)
+    assert NystromGaussian(n_components=10.0, random_state=0).fit(X).n_features_out_ == 11   # an integral float
+    with pytest.raises(ValueError, match="0 feature"):
+        NystromGaussian(10).fit(np.zeros((5, 0)))
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        NystromGaussian(10).fit(X.astype(complex))

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from structpred.errors import StructpredError
+from structpred.estimators._fitting import AtomicFit
 
 
-def _check_X(X, name="X"):
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise StructpredError(f"{name} must be 2-d (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] == 0:
-        raise StructpredError(f"{name} has no rows")
-    if not np.all(np.isfinite(X)):
-        raise StructpredError(f"{name} contains NaN or infinite values")
-    return X
+def _validate(estimator, X, reset: bool) -> np.ndarray:
+    """scikit-learn's checks of ``X`` (``validate_data``), after a one-line error for a non-2-d
+    ``X`` (scikit-learn's prints the whole array)."""
+    ndim = None if hasattr(X, "tocsr") else np.asarray(X).ndim
+    if ndim is not None and ndim != 2:
+        raise StructpredError(f"X must be 2-d (n_samples, n_features), got {ndim}-d. Reshape your data: "
+                              "X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample")
+    return validate_data(estimator, X, dtype=np.float64, reset=reset)
 
 
-class NystromGaussian(BaseEstimator, TransformerMixin):
+def _check_params(n_components, eig_tol) -> int:
+    """``n_components`` as an int >= 1 (an integral number, not a string or a fraction); ``eig_tol`` in [0, 1)."""
+    if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral):
+        if not (isinstance(n_components, numbers.Real) and float(n_components).is_integer()):
+            raise StructpredError(f"n_components must be a positive integer, got {n_components!r}")
+    if int(n_components) < 1:
+        raise StructpredError(f"n_components must be a positive integer, got {n_components!r}")
+    if not isinstance(eig_tol, numbers.Real) or isinstance(eig_tol, bool) or not 0 <= eig_tol < 1:
+        raise StructpredError(f"eig_tol must be a number in [0, 1), got {eig_tol!r}")
+    return int(n_components)
+
+
+class NystromGaussian(AtomicFit, TransformerMixin, BaseEstimator):
     """Nyström features of the Gaussian kernel ``exp(-||x - c||^2 / (2 sigma^2))``.
 
     fit:
@@ -38,7 +52,9 @@ class NystromGaussian(BaseEstimator, TransformerMixin):
          column of ones.
 
     Output dimension ``n_features_out_`` = number of kept directions + 1.
-    Deterministic for a fixed integer ``random_state``.
+    Deterministic for a fixed integer ``random_state``.  Input checks are scikit-learn's
+    (``validate_data``: dense, real, finite, at least one row and column, the fitted column
+    count and names); a failed ``fit`` leaves a fitted transformer as it was.
     """
 
     def __init__(self, n_components=200, random_state=None, whiten=True, eig_tol=1e-10):
@@ -47,10 +63,9 @@ class NystromGaussian(BaseEstimator, TransformerMixin):
         self.whiten = whiten
         self.eig_tol = eig_tol
 
-    def fit(self, X, y=None):
-        X = _check_X(X)
-        if int(self.n_components) < 1:
-            raise StructpredError(f"n_components must be >= 1, got {self.n_components}")
+    def _fit(self, X, y=None):
+        m = _check_params(self.n_components, self.eig_tol)
+        X = _validate(self, X, reset=True)
         n = X.shape[0]
         self.mean_ = X.mean(axis=0)
         std = X.std(axis=0)
@@ -58,7 +73,7 @@ class NystromGaussian(BaseEstimator, TransformerMixin):
         Z = (X - self.mean_) / self.scale_
         s = float(np.sqrt(Z.std(axis=0).sum()))
         self.sigma_ = s if s > 0 else 1.0
-        m = min(int(self.n_components), n)
+        m = min(m, n)
         rng = np.random.default_rng(self.random_state)
         self.center_indices_ = rng.permutation(n)[:m]
         self.centers_ = Z[self.center_indices_].copy()
@@ -73,7 +88,6 @@ class NystromGaussian(BaseEstimator, TransformerMixin):
         self.feat_mean_ = F.mean(axis=0)
         fs = F.std(axis=0)
         self.feat_scale_ = np.where(fs > 0, fs, 1.0)
-        self.n_features_in_ = X.shape[1]
         self.n_features_out_ = F.shape[1] + 1
         return self
 
@@ -88,9 +102,7 @@ class NystromGaussian(BaseEstimator, TransformerMixin):
 
     def transform(self, X):
         check_is_fitted(self, "centers_")
-        X = _check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise StructpredError(f"X has {X.shape[1]} features, the transformer was fitted on {self.n_features_in_}")
+        X = _validate(self, X, reset=False)
         Z = (X - self.mean_) / self.scale_
         F = (self._raw(Z) - self.feat_mean_) / self.feat_scale_
         return np.hstack([F, np.ones((F.shape[0], 1))])

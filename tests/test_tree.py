@@ -333,3 +333,22 @@ def test_bad_scores_and_labels():
     _one_line_error(lambda: sp.embedding_dim, match="dim")
     _one_line_error(Tree, 1, match="n_labels")
     _one_line_error(Tree, 3, np.ones((2, 2)), match="3 x 3")
+def test_loss_trick_decoding_on_examples_that_carry_their_tree():
+    """QS's weighted decoding (any-sign weights) against enumeration, when each training output
+    carries the tree (the space has none of its own); trees that differ are one clear error."""
+    space, parents = Tree(3, "absolute"), np.array([-1, 0, 0, 1])
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        Y = [TreeArray(rng.integers(0, 3, 4), parents) for _ in range(6)]
+        alpha = rng.normal(size=(2, 6))
+        preds = space.weighted_decode(alpha, Y)
+        for a, pred in zip(alpha, preds):
+            def objective(y):
+                return sum(w * space.loss(t, TreeArray(np.asarray(y), parents)) for w, t in zip(a, Y))
+            best = min(objective(y) for y in itertools.product(range(3), repeat=4))
+            assert objective(pred) == pytest.approx(best, abs=1e-12)
+            assert np.array_equal(pred.parents, parents)
+        single = space.weighted_decode(alpha[0], Y)
+        assert np.array_equal(single, preds[0])
+    with pytest.raises(StructpredError, match="needs training outputs on one tree, got 2 different trees"):
+        space.weighted_decode(np.ones(2), [Y[0], TreeArray(np.array([0, 1, 2]), np.array([-1, 0, 1]))])

@@ -164,6 +164,9 @@ class QSCV(QS):
     in grid order), then refitted on all the data.  Each fold and ``sigma`` costs one
     eigendecomposition, shared by every ``lam`` (:func:`structpred.solvers.kernel_ridge.ridge_cv`).
     ``cv_results_``: one row per ``(sigma, lam, fold)``; ``sigma_`` and ``lam_`` the choice.
+    ``random_state`` shuffles the folds: an int (or a ``np.random.Generator``, from which one seed
+    is drawn per fit) for reproducible choices; ``None`` shuffles them anew at every fit, so the
+    choice may differ between fits (scikit-learn's convention).
     """
 
     def __init__(self, *, loss="zero_one", kernel="gaussian", sigmas=(1.0,), lams=(1e-1, 1e-2, 1e-3, 1e-4),
@@ -182,10 +185,16 @@ class QSCV(QS):
         X, space, y = self._check_data(X, y)
         sigmas = [check_positive(s, "sigma") for s in np.atleast_1d(self.sigmas)]
         lams = [check_positive(v, "lam") for v in np.atleast_1d(self.lams)]
+        if not sigmas or not lams:
+            raise StructpredError(f"sigmas and lams must each hold at least one value, got {self.sigmas!r} and "
+                                  f"{self.lams!r}")
         k = int(self.n_folds)
         if k < 2 or k > X.shape[0]:
             raise StructpredError(f"n_folds must be in 2..n_samples={X.shape[0]}, got {self.n_folds}")
-        folds = list(KFold(k, shuffle=True, random_state=self.random_state).split(X))
+        seed = self.random_state
+        if isinstance(seed, np.random.Generator):   # KFold takes an int or a RandomState: one draw from it
+            seed = int(seed.integers(2**32 - 1))
+        folds = list(KFold(k, shuffle=True, random_state=seed).split(X))
 
         def evaluate(alpha, tr, va):
             return space.loss(_take(y, va), space.weighted_decode(alpha, _take(y, tr)))

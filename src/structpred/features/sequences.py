@@ -28,6 +28,11 @@ def as_float_matrix(X, what: str = "X") -> np.ndarray:
         raise StructpredError(f"{what} must be numeric: {e}") from None
     if not np.all(np.isfinite(X)):
         raise StructpredError(f"{what} contains NaN or infinite values")
+    with np.errstate(over="ignore"):
+        overflow = not np.all(np.isfinite(np.einsum("ij,ij->i", X, X)))
+    if overflow:   # the solvers' norms and steps would be inf / NaN, and a model silently 0
+        raise StructpredError(f"{what}'s values are too large: their squared norms overflow float64 (largest "
+                              f"|value| {np.abs(X).max():.3g}); rescale {what} (e.g. sklearn's StandardScaler)")
     return X
 
 

@@ -47,7 +47,14 @@ def _labels_from(y, canon: str) -> int:
     if canon == "sequence_hamming":
         if not isinstance(y, (list, tuple)) or not len(y):
             raise StructpredError("sequence losses take y as a non-empty list of label sequences")
-        return int(max(int(np.max(s)) for s in y)) + 1
+        seqs = [np.asarray(s) for s in y]
+        for i, s in enumerate(seqs):
+            if s.ndim != 1 or s.size == 0:
+                raise StructpredError(f"y[{i}] must be a non-empty 1-d sequence of labels, got shape {s.shape}")
+            if s.dtype.kind not in "iu":
+                raise StructpredError(f"y[{i}] must hold integer labels 0..k-1, got dtype {s.dtype} "
+                                      "(encode tags as integers, e.g. sklearn.preprocessing.LabelEncoder)")
+        return _label_count(np.concatenate(seqs))
     yy = np.asarray(y)
     if yy.size == 0:
         raise StructpredError("y is empty")
@@ -61,7 +68,27 @@ def _labels_from(y, canon: str) -> int:
         if yy.ndim != 2:
             raise StructpredError(f"rankings y must be 2-d (n_samples, M), got shape {yy.shape}")
         return yy.shape[1]
-    return int(np.max(yy)) + 1
+    return _label_count(yy)
+
+
+def _label_count(yy: np.ndarray) -> int:
+    """``max(y) + 1``: labels are ``0..k-1``.  A training set may lack some of them (a split
+    without its rarest class), but not most: when more than half of ``0..max(y)`` never occur
+    (``{0, 5, 9}`` would silently be 10 classes, a single class ``2`` three, one label of 10**6 a
+    million), y is not encoded that way, and that is one clear error; so are negative or
+    fractional labels."""
+    labels = np.unique(yy)
+    bad = labels[(labels < 0) | (labels != np.round(labels))]
+    if len(bad):
+        raise StructpredError(f"y must hold integer labels 0..k-1, got {bad[0]:g}")
+    k = int(labels[-1]) + 1
+    if 2 * len(labels) < k:
+        missing = np.setdiff1d(np.arange(min(k, 10**6)), labels.astype(np.int64))
+        shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise StructpredError(f"y's labels must be 0..k-1, but {len(missing) if k <= 10**6 else 'most'} of 0..{k - 1} "
+                              f"never occur ({shown}): encode y as 0..k-1 (sklearn.preprocessing.LabelEncoder), or "
+                              f"pass n_labels={k} if the absent labels are real classes")
+    return k
 
 
 def make_space(loss, n_labels: int | None = None, y=None, **options) -> LossSpace:
@@ -83,6 +110,11 @@ def make_space(loss, n_labels: int | None = None, y=None, **options) -> LossSpac
         return loss
     if not isinstance(loss, str):
         sp = Multiclass(loss)
+        A = sp.loss_matrix
+        if np.any(A < 0) or np.any(np.diag(A) != 0):
+            raise StructpredError("a task loss matrix must be nonnegative with a zero diagonal (L(y, y) = 0 <= "
+                                  f"L(y, y'); got min {A.min():g}, diagonal max {np.abs(np.diag(A)).max():g}): the "
+                                  "surrogates assume it; wrap another matrix in outputs.Multiclass yourself")
         if n_labels is not None and int(n_labels) != sp.k:
             raise StructpredError(f"n_labels={n_labels} does not match the {sp.k}x{sp.k} loss matrix")
         return sp

@@ -43,6 +43,7 @@ from structpred.outputs.base import (
     MaxMinResult,
     MinLossLines,
     OutputSpace,
+    as_weights,
 )
 from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NodeLoss
@@ -243,6 +244,21 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
     def bayes_decode(self, m):
         """``argmin_y' sum_t w_t sum_i m_t[i] C[i, y'_t]``: per node (positive weights)."""
         return self._map(lambda s: _attach(self._bayes_nodes(self.split(s)[0]), self.structure(s)), m)
+
+    def weighted_decode(self, alpha, Y):
+        """QS's loss trick ``argmin_y sum_i alpha_i L(Y_i, y)`` on one tree: the training outputs must
+        share it (each its own :class:`TreeArray`, or the space's tree); the prediction carries it.
+        A loss between trees of different shapes is not defined: one clear error."""
+        Y = list(Y) if self.ragged or isinstance(Y, (list, tuple)) else Y
+        trees = {tuple(self.structure(y)) for y in Y}
+        if len(trees) != 1:
+            raise StructpredError(f"{self!r}: loss-trick decoding needs training outputs on one tree, got "
+                                  f"{len(trees)} different trees")
+        parents = np.asarray(next(iter(trees)), dtype=np.int64)
+        E = self.statistic([_attach(np.asarray(y), parents) for y in Y])
+        a, single = as_weights(alpha, E.shape[0])
+        out = self.bayes_decode([_attach(row, parents) for row in a @ E])
+        return out[0] if single else out
 
     def entropy_coefficients(self, mu) -> np.ndarray:
         """``c`` with ``entropy(mu) = -sum_j c_j mu_j log mu_j`` on one marginal vector: 1 on the

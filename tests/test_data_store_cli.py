@@ -49,6 +49,19 @@ def test_prepare_from_source_folder_and_strings(mirror, tmp_path):
     assert s["labels"][-1] == "O" and s["counts"][-1] == 250660 and s["n"] == 20744
 
 
+def test_a_raw_file_changed_after_its_fetch_is_refused_where_it_is_read(mirror, tmp_path):
+    """The .verified stamp is not trusted: prepare checks each file's sha256 as it reads it."""
+    shutil.copytree(mirror / "iris", tmp_path / "iris")
+    (tmp_path / "iris" / "iris.data").chmod(0o644)
+    assert prepare("iris", tmp_path, tmp_path / "ok.npz")["raw_sha256"]["iris.data"] == IRIS_SHA
+    data = tmp_path / "iris" / "iris.data"
+    data.write_text(data.read_text().replace("5.1,3.5", "5.2,3.5", 1))
+    with pytest.raises(DataError, match=rf"^checksum mismatch for iris/iris.data \(from .*changed since it was "
+                                        rf"verified\): expected sha256 {IRIS_SHA}, actual sha256 [0-9a-f]{{64}}; URL "):
+        prepare("iris", tmp_path, tmp_path / "bad.npz")
+    assert not (tmp_path / "bad.npz").exists()
+
+
 def test_load_rejects_foreign_file(tmp_path):
     np.savez(tmp_path / "x.npz", a=np.zeros(2))
     with pytest.raises(DataError, match="no 'meta'"):

@@ -85,6 +85,25 @@ def check_file(path: Path, rf: RawFile) -> tuple[bool, str]:
     return False, actual
 
 
+def verify_folder(source: Source, folder: Path) -> dict[str, str]:
+    """``{path: sha256}`` of the source's files present in ``folder``, each checked against the
+    registry where it pins a checksum: a raw file changed after its fetch is the fetch's one-line
+    checksum error, where it is read, not a result computed from it."""
+    out = {}
+    for rf in source.files:
+        path = Path(folder) / rf.path
+        if not path.is_file():
+            continue
+        if rf.sha256 is None and rf.md5 is None:
+            out[rf.path] = sha256_file(path)
+            continue
+        ok, actual = check_file(path, rf)
+        if not ok:
+            raise _mismatch(source, rf, rf.sha256 or "", actual, f"{path}, changed since it was verified", path)
+        out[rf.path] = actual
+    return out
+
+
 def resolve_mirror(mirror: str | os.PathLike | None) -> Path | None:
     """The mirror root: ``mirror`` if given, else ``$STRUCTPRED_MIRROR``, else None."""
     if mirror is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from structpred.data.acquire import sha256_file
+from structpred.data.acquire import verify_folder
 from structpred.data.parsers import get_view, parse_view, validate
 from structpred.data.registry import get_source
 from structpred.errors import DataError
@@ -38,10 +38,11 @@ def prepare(view_name: str, raw_root: str | os.PathLike, out: str | os.PathLike)
     """
     view = get_view(view_name)
     raw = raw_folder(view_name, raw_root)
+    source = get_source(view.source)
+    checksums = verify_folder(source, raw)   # the files as read now, not as once fetched
     arrays = parse_view(view_name, raw)
     if "meta" in arrays:
         raise DataError(f"view {view_name}: 'meta' is a reserved array name")
-    source = get_source(view.source)
     meta = {
         "view": view.name,
         "source": view.source,
@@ -49,8 +50,7 @@ def prepare(view_name: str, raw_root: str | os.PathLike, out: str | os.PathLike)
         "parsed": list(validate(view, arrays)),
         "paper": list(view.paper_dnk) if view.paper_dnk else None,
         "deviations": view.deviations,
-        "raw_sha256": {rf.path: sha256_file(raw / rf.path)
-                       for rf in source.files if (raw / rf.path).is_file()},
+        "raw_sha256": checksums,
     }
     with atomic_open(out, "wb") as fh:
         np.savez_compressed(fh, meta=np.asarray(json.dumps(meta, sort_keys=True)), **arrays)

@@ -259,3 +259,37 @@ def test_rule_script_expected_error_is_one_line(tmp_path, capsys):
     with pytest.raises(RuntimeError):
         with rule_script(smk):
             raise RuntimeError("a bug")
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_with_the_plain_command(tmp_path, smoke_local):
+    """Ctrl-C a smoke run while a job runs, rerun the README's plain command: it resumes
+    (profiles/default, which Snakemake reads by itself, sets rerun-incomplete) and the table is
+    byte for byte the uninterrupted run's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    from tests.conftest import mirror_root
+
+    work = project_copy(tmp_path)
+    assert yaml.safe_load((work / "profiles" / "default" / "config.yaml").read_text()) == {"rerun-incomplete": True}
+    table = "reports/tables/qs_usps.csv"
+    (work / table).unlink()                        # the committed paper table: rebuild it from the smoke config
+    command = [table, "--cores", "1", "--configfile", "config/smoke.yaml"]
+    env = {**os.environ, "STRUCTPRED_MIRROR": str(mirror_root())}
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", *command], cwd=work, env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    jobs, deadline = work / "logs" / "jobs" / "qs_usps", time.monotonic() + 900
+    while not (jobs.is_dir() and any(jobs.rglob("*.log"))):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before a job started"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)             # Ctrl-C in the terminal: the whole process group
+    assert proc.wait() != 0
+    assert any((work / ".snakemake" / "incomplete").iterdir())          # a job was cut off mid-way
+    snakemake(command, work)
+    assert (work / table).read_bytes() == (smoke_local.path / table).read_bytes()

@@ -55,3 +55,49 @@ def test_the_command_prints_the_table_and_the_total(archive, capsys):
     assert main(["runs", "cost", "--archive", str(archive / "none")]) == 2
     assert "no run archive at" in capsys.readouterr().err
     assert cpu_model()
+
+
+def test_result_text_leaves_out_the_timings(archive):
+    from structpred.experiments.run_archive import result_text
+
+    text = result_text(archive / "m4n" / "iris" / "M3N" / "split0.csv")
+    assert "seconds" not in text and "CPU A" not in text and ",loss," in text
+
+
+def test_samples_are_drawn_with_the_seed(archive):
+    from structpred.experiments.run_archive import sample_jobs
+
+    a, b = sample_jobs(archive, 2, seed=3), sample_jobs(archive, 2, seed=3)
+    assert a.equals(b) and len(a) == 2
+    cheap = sample_jobs(archive, 5, seed=0, max_seconds=1000)           # untimed jobs are never "cheap"
+    assert list(cheap["dataset"]) == ["wine"]
+    with pytest.raises(ConfigError, match="no archived jobs of qs"):
+        sample_jobs(archive, 1, 0, experiments=["qs"])
+
+
+@pytest.mark.slow
+def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mirror):
+    """structpred runs verify on two cheap jobs of the paper archive (QS robust regression needs no
+    raw file), then on a copy whose archived value was altered."""
+    import shutil
+    from pathlib import Path
+
+    from structpred.experiments.run_archive import sample_jobs, verify
+
+    root = Path(__file__).resolve().parents[1]
+    jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=5)
+    result = verify(root / "runs", jobs, root)
+    assert list(result["status"]) == ["identical", "identical"], result["detail"].tolist()
+    copy = tmp_path / "runs"
+    for r in jobs.itertuples():
+        src = root / "runs" / r.experiment / r.dataset / r.method / f"split{r.split}.csv"
+        (copy / src.relative_to(root / "runs")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, copy / src.relative_to(root / "runs"))
+    first = copy / "qs_robust" / jobs.iloc[0]["dataset"] / jobs.iloc[0]["method"] / f"split{jobs.iloc[0]['split']}.csv"
+    lines = first.read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[8] = "0.123"                                                   # the first row's value
+    first.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    result = verify(copy, jobs, root)
+    assert list(result["status"]) == ["differs", "identical"]
+    assert "line 2: archived" in result["detail"].iloc[0] and "0.123" in result["detail"].iloc[0]

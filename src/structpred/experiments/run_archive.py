@@ -6,6 +6,8 @@ per lambda for the M4N tables, one per repetition for QS's robust regression, on
 elsewhere), and since 2026-11-27 their ``detail`` names the CPU they ran on (:func:`cpu_model`).
 :func:`cost_table` sums them: ``structpred runs cost`` prints it, and the README's costs come
 from it.  A job without a ``seconds`` row (the AGM emotion tables) counts as untimed, never as 0.
+:func:`verify` reruns sampled jobs from raw data and compares their rows with the archive's
+(timings excluded): ``structpred runs verify``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
@@ -68,3 +71,63 @@ def cost_table(archive, by: str = "experiment") -> pd.DataFrame:
                                  else float("nan")),
                       cpu=("cpu", lambda c: "; ".join(sorted({x for v in c for x in v.split("; ") if x}))))
     return out.reset_index()
+
+
+def result_text(path) -> str:
+    """A job file's rows as CSV text without its timing rows (``seconds``, and the CPU in their
+    ``detail``): what a rerun must reproduce byte for byte."""
+    rows = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return rows[rows["metric"] != "seconds"].to_csv(index=False, lineterminator="\n")
+
+
+def sample_jobs(archive, n: int, seed: int, experiments=None, max_seconds: float | None = None) -> pd.DataFrame:
+    """``n`` archived jobs drawn with ``seed`` (among ``experiments``, and those that recorded at
+    most ``max_seconds`` of fitting when given), in archive order."""
+    jobs = job_costs(archive)
+    if experiments:
+        unknown = sorted(set(experiments) - set(jobs["experiment"]))
+        if unknown:
+            raise ConfigError(f"no archived jobs of {', '.join(unknown)} in {archive}")
+        jobs = jobs[jobs["experiment"].isin(experiments)]
+    if max_seconds is not None:
+        jobs = jobs[jobs["seconds"] <= max_seconds]
+    if jobs.empty:
+        raise ConfigError("no archived job matches (experiment, max seconds)")
+    pick = np.sort(np.random.default_rng(seed).choice(len(jobs), min(n, len(jobs)), replace=False))
+    return jobs.iloc[pick].reset_index(drop=True)
+
+
+def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=None) -> pd.DataFrame:
+    """Rerun each of ``jobs`` from raw data with the workflow of ``project`` (a copy of it, in a
+    temporary folder: the project's own ``results/`` are never touched) and compare its rows with
+    the archive's, timings excluded.  Returns the jobs with ``status`` (identical / differs /
+    failed) and ``detail`` (the first differing line, or the error's last line)."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    project, archive = Path(project).resolve(), Path(archive).resolve()
+    targets = [f"results/{r.experiment}/{r.dataset}/{r.method}/split{r.split}.csv" for r in jobs.itertuples()]
+    with tempfile.TemporaryDirectory(prefix="structpred-verify-") as tmp:
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=project, capture_output=True,
+                               text=True, check=True).stdout.split()
+        for name in files:
+            if not name.startswith(("runs/", "results/", "reports/")) and (project / name).is_file():
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(project / name, Path(tmp) / name)
+        extra = ["--configfile", str(configfile)] if configfile else []
+        proc = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--cores", str(cores), "--keep-going",
+                               *extra], cwd=tmp, capture_output=True, text=True)
+        out = []
+        for target in targets:
+            mine, theirs = Path(tmp) / target, archive / target.removeprefix("results/")
+            if not mine.is_file():
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                out.append(("failed", tail[0]))
+                continue
+            a, b = result_text(theirs).splitlines(), result_text(mine).splitlines()
+            first = next((f"line {i + 1}: archived {x!r}, rerun {y!r}" for i, (x, y) in enumerate(zip(a, b)) if x != y),
+                         None if len(a) == len(b) else f"{len(a)} archived rows, {len(b)} rerun")
+            out.append(("identical", "") if first is None else ("differs", first))
+    return jobs.assign(status=[s for s, _ in out], detail=[d for _, d in out])

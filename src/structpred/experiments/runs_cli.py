@@ -1,6 +1,8 @@
 """``structpred runs cost [--archive runs] [--by experiment|method|dataset]``: the CPU time the run
-archive recorded, summed (:func:`structpred.experiments.run_archive.cost_table`; registered by
-:func:`structpred.cli.build_parser`)."""
+archive recorded, summed (:func:`structpred.experiments.run_archive.cost_table`);
+``structpred runs verify [--sample N --seed S --experiment E --max-seconds T]``: sampled archived
+jobs rerun from raw data and compared (:func:`~structpred.experiments.run_archive.verify`).
+Registered by :func:`structpred.cli.build_parser`."""
 
 from __future__ import annotations
 
@@ -15,6 +17,17 @@ def register(subparsers) -> None:
     cost.add_argument("--by", default="experiment", choices=["experiment", "method", "dataset"],
                       help="group by experiment, by experiment and method, or by experiment, method and dataset")
     cost.set_defaults(func=_cost)
+    check = sub.add_parser("verify", help="rerun sampled archived jobs from raw data and compare their rows "
+                                          "with the archive's (timings excluded)")
+    check.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
+    check.add_argument("--sample", type=int, default=3, help="how many jobs to rerun (default: 3)")
+    check.add_argument("--seed", type=int, default=0, help="the seed of the draw (default: 0)")
+    check.add_argument("--experiment", action="append", default=None,
+                       help="draw only from this experiment's jobs (repeatable)")
+    check.add_argument("--max-seconds", type=float, default=None,
+                       help="draw only jobs that recorded at most this much fitting time")
+    check.add_argument("--cores", type=int, default=1, help="cores for the rerun (default: 1)")
+    check.set_defaults(func=_verify)
 
 
 def _cost(args) -> int:
@@ -26,3 +39,15 @@ def _cost(args) -> int:
     print(f"total: {table['cpu_hours'].sum():.1f} CPU-hours over {timed} timed jobs "
           f"({table['jobs'].sum() - timed} untimed)")
     return 0
+
+
+def _verify(args) -> int:
+    from structpred.experiments.run_archive import sample_jobs, verify
+
+    jobs = sample_jobs(args.archive, args.sample, args.seed, args.experiment, args.max_seconds)
+    result = verify(args.archive, jobs, Path.cwd(), cores=args.cores)
+    for r in result.itertuples():
+        print(f"{r.status:9s}  {r.experiment}/{r.dataset}/{r.method}/split{r.split}" + (f"  {r.detail}" if r.detail else ""))
+    same = int((result["status"] == "identical").sum())
+    print(f"{same} of {len(result)} rerun jobs identical to the archive (timings excluded)")
+    return 0 if same == len(result) else 1

@@ -283,8 +283,9 @@ def test_committed_selection_tables_flag_the_known_edges():
     tables = ROOT / "reports" / "tables"
     srl = pd.read_csv(tables / "agm_srl_selection.csv").set_index("method")
     assert srl.loc["CRF", "n_at_min"] == 1 and srl.loc["AGM", "n_at_max"] == 1
-    movielens = pd.read_csv(tables / "qs_movielens_selection.csv").set_index("method")
-    assert movielens.loc["QS", ["n_runs", "n_at_max"]].tolist() == [10, 1]   # lambda = 1e6 in 1 trial of 10
+    movielens = pd.read_csv(tables / "qs_movielens_selection.csv").set_index(["method", "param"])
+    assert movielens.loc[("QS", "lam"), ["n_runs", "n_at_max"]].tolist() == [10, 0]        # the widened grid
+    assert movielens.loc[("QS", "intercept"), ["n_runs", "n_at_max"]].tolist() == [10, 1]  # c = 1000 in 1 of 10
     robust = pd.read_csv(tables / "qs_robust_selection.csv").set_index(["dataset", "method", "param"])
     assert robust.loc[("n1000", "RNW", "sigma"), "n_at_min"] == 100
 

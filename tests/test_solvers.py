@@ -189,7 +189,8 @@ def test_driver_schedule_stopping_and_hooks():
     assert [r["pass"] for r in run(Counting(Hinge(pb.space)), pb, n_passes=50, tol=0.1).history] == [1, 2, 3, 4, 5]
     # the time budget stops after the pass that exceeds it, and that pass is recorded
     hist = run(Slow(Hinge(pb.space)), pb, n_passes=50, eval_every=10, time_budget=0.12).history
-    assert [r["pass"] for r in hist] == [3] and hist[0]["seconds"] >= 0.12
+    # passes of at least 0.05 s: by the third the budget is spent (a loaded machine may spend it sooner)
+    assert len(hist) == 1 and hist[0]["pass"] <= 3 and hist[0]["seconds"] >= 0.12
     # evaluate(W): more measures in each record, its time not counted as training
     seen = []
 
@@ -200,7 +201,7 @@ def test_driver_schedule_stopping_and_hooks():
 
     hist = run(Counting(Hinge(pb.space)), pb, n_passes=4, eval_every=2, evaluate=evaluate).history
     assert [r["held_out"] for r in hist] == [2.0, 2.0] and seen == [(5, 4), (5, 4)]
-    assert hist[-1]["seconds"] < 0.05
+    assert hist[-1]["seconds"] < 0.1     # the two evaluations slept 0.1 s: not training time
     for bad in ({"n_passes": 0}, {"eval_every": 1.5}, {"time_budget": -1}):
         with pytest.raises(StructpredError):
             run(Counting(Hinge(pb.space)), pb, **bad)

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError
-from structpred.estimators._fitting import AtomicFit, check_feature_names
+from structpred._fitting import AtomicFit, check_feature_names
 from structpred.features.joint import joint_map
 from structpred.outputs import make_space
 from structpred.outputs.batch import labels_batch
@@ -56,7 +56,7 @@ class _LinearStructured(AtomicFit, BaseEstimator):
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss.  A fit
-        that fails leaves the estimator as it was (:class:`~structpred.estimators._fitting.AtomicFit`)."""
+        that fails leaves the estimator as it was (:class:`~structpred._fitting.AtomicFit`)."""
         return super().fit(X, y, X_val=X_val, y_val=y_val)
 
     def _fit(self, X, y, X_val=None, y_val=None):

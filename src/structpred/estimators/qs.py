@@ -17,7 +17,7 @@ from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError, check_positive
-from structpred.estimators._fitting import AtomicFit, check_feature_names
+from structpred._fitting import AtomicFit, check_feature_names
 from structpred.features.kernels import check_kernel, kernel_matrix
 from structpred.features.sequences import as_float_matrix
 from structpred.outputs import StatisticDecoding, WeightedDecoding, make_space, require

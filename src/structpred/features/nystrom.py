@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from structpred.errors import StructpredError
-from structpred.estimators._fitting import AtomicFit
+from structpred._fitting import AtomicFit
 
 
 def _validate(estimator, X, reset: bool) -> np.ndarray:

@@ -277,7 +277,8 @@ def test_an_interrupted_run_resumes_with_the_plain_command(tmp_path, smoke_local
     from tests.conftest import mirror_root
 
     work = project_copy(tmp_path)
-    assert yaml.safe_load((work / "profiles" / "default" / "config.yaml").read_text()) == {"rerun-incomplete": True}
+    profile = yaml.safe_load((work / "profiles" / "default" / "config.yaml").read_text())
+    assert profile == {"rerun-incomplete": True, "show-failed-logs": True}
     table = "reports/tables/qs_usps.csv"
     (work / table).unlink()                        # the committed paper table: rebuild it from the smoke config
     command = [table, "--cores", "1", "--configfile", "config/smoke.yaml"]
@@ -293,3 +294,22 @@ def test_an_interrupted_run_resumes_with_the_plain_command(tmp_path, smoke_local
     assert any((work / ".snakemake" / "incomplete").iterdir())          # a job was cut off mid-way
     snakemake(command, work)
     assert (work / table).read_bytes() == (smoke_local.path / table).read_bytes()
+
+
+@pytest.mark.slow
+def test_missing_data_stops_the_main_job_before_any_job(tmp_path):
+    """The mirror lacks VOC 2007 and the AlexNet weights: the main job lists the three files and
+    starts nothing; with data.skip_missing the VOC experiments are left out of the plan."""
+    work = project_copy(tmp_path)
+    proc = snakemake(["--cores", "1"], work, check=False)
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    assert "3 raw file(s) this run needs cannot be had (no job was started)" in err
+    for name in ("alexnet/alexnet-owt-7be5be79.pth", "voc2007/VOCtrainval_06-Nov-2007.tar",
+                 "voc2007/VOCtest_06-Nov-2007.tar"):
+        assert name in err
+    assert not (work / "results").exists() and not (work / "data" / "raw").exists()
+    (work / "skip.yaml").write_text("data:\n  skip_missing: true\n")
+    out = snakemake(["-n", "--cores", "1", "--configfile", "skip.yaml"], work)
+    assert "casimir_voc left out, its data is missing (alexnet, voc2007)" in out.stdout + out.stderr
+    assert "box_features" not in out.stdout

@@ -1,4 +1,6 @@
 # Helpers shared by the other .smk files: the jobs of the configured experiments, from the registry.
+import sys
+
 from structpred.data.parsers import VIEWS
 from structpred.data.voc import VOC_CLASSES
 from structpred.errors import ConfigError
@@ -8,6 +10,37 @@ RAW_DIR = config["data"]["raw_dir"]
 PROCESSED_DIR = config["data"]["processed_dir"]
 REPORT_DIR = config["report"]["dir"]
 ENV = "../../envs/structpred.yaml"
+
+
+def skip_missing_data():
+    """With ``data.skip_missing``, drop the configured experiments whose raw files cannot be had
+    (:mod:`structpred.data.preflight`); the report and the ledger then say 'cannot check'."""
+    from structpred.data.preflight import unavailable
+
+    if not config["data"].get("skip_missing"):
+        return
+    kept = []
+    for experiment in config["experiments"]:
+        missing = unavailable(sorted(get(experiment).sources(config)), RAW_DIR, config["data"].get("mirror"))
+        if missing:
+            print(f"skip_missing: {experiment} left out, its data is missing "
+                  f"({', '.join(sorted({m['source'] for m in missing}))})", file=sys.stderr)
+        else:
+            kept.append(experiment)
+    config["experiments"] = kept
+
+
+skip_missing_data()
+
+
+onstart:
+    # before any job: every raw file the planned run must fetch, and cannot, in one message
+    from structpred.data.preflight import message, unavailable
+
+    needed = sorted({job.wildcards.source for job in workflow.dag.needrun_jobs() if job.rule.name == "fetch_source"})
+    missing = unavailable(needed, RAW_DIR, config["data"].get("mirror"))
+    if missing:
+        sys.exit(message(missing))
 
 
 def experiment_jobs(experiment):

@@ -124,6 +124,13 @@ class VocFigure3(CurveFigures):
     def view(self, config, dataset):
         return None
 
+    def sources(self, config):
+        """The VOC 2007 tarballs and the AlexNet weights, unless the config takes the synthetic
+        folder or random weights."""
+        voc = config["data"]["voc"]
+        return {name for name, used in (("voc2007", voc["devkit"] == "voc2007"), ("alexnet", voc["weights"] == "alexnet"))
+                if used}
+
     def voc_class(self, config, dataset) -> str:
         """The VOC class whose candidate file a job on ``dataset`` reads."""
         return dataset

@@ -72,6 +72,13 @@ class Experiment:
         :mod:`structpred.report.selection`)."""
         return {}
 
+    def sources(self, config: dict) -> set[str]:
+        """The raw-data sources the experiment's jobs read (default: those of their views)."""
+        from structpred.data.parsers import VIEWS
+
+        views = {self.view(config, d) for d, _, _ in self.jobs(config)} - {None}
+        return {VIEWS[v].source for v in views if v in VIEWS}
+
     def run_inputs(self, config: dict, dataset: str, method: str) -> list[tuple[str, str, int]]:
         """``(dataset, method, split)`` of the jobs of this experiment whose result rows a job on
         ``(dataset, method)`` reads (input kind ``runs``; Casimir's tuned figures read their

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # The tables of the jobs rerun on the cluster (m4n_table1 holds the jobs cancelled below).
 TABLES = ["m4n_table1", "agm_emotion"]
 # The README's command, with the smoke config and these targets; targets before options.
-PROFILE_RUN = [*(f"reports/tables/{name}{end}.csv" for name in TABLES for end in ("", "_tests")),
+PROFILE_RUN = [*(f"reports/smoke/tables/{name}{end}.csv" for name in TABLES for end in ("", "_tests")),
                "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml"]
 # Outputs removed from the copy of the local run, so that their jobs run on the cluster: the
 # Iris jobs of M4N Table 1 (3 methods x 2 splits, rows and history) and their kept lambda fits,
@@ -80,7 +80,7 @@ def cluster(tmp_path_factory):
 
 
 def _tables(project: Path) -> dict[str, bytes]:
-    folder = project / "reports" / "tables"
+    folder = project / "reports" / "smoke" / "tables"
     return {f"{name}{end}.csv": (folder / f"{name}{end}.csv").read_bytes()
             for name in TABLES for end in ("", "_tests")}
 
@@ -96,7 +96,7 @@ def _remove(project: Path, patterns) -> list[Path]:
             path.unlink()
     for name in TABLES:
         for end in ("", "_tests"):
-            (project / "reports" / "tables" / f"{name}{end}.csv").unlink(missing_ok=True)
+            (project / "reports" / "smoke" / "tables" / f"{name}{end}.csv").unlink(missing_ok=True)
     return removed
 
 

@@ -81,7 +81,12 @@ def test_unknown_dataset_is_a_clear_error(workdir):
 @pytest.mark.slow
 def test_smoke_workflow_end_to_end(smoke_local):
     workdir = smoke_local.path
-    index = workdir / "reports" / "index.html"
+    # the smoke report has its own folder: every committed paper report file is left as it was
+    committed = Path(__file__).resolve().parents[1] / "reports"
+    for path in committed.rglob("*"):
+        if path.is_file() and "smoke" not in path.relative_to(committed).parts:
+            assert (workdir / "reports" / path.relative_to(committed)).read_bytes() == path.read_bytes(), path
+    index = workdir / "reports" / "smoke" / "index.html"
     assert index.is_file()
     html = index.read_text()
     for link in ["tables/datasets.csv", "tables/m4n_table1.csv", "tables/m4n_table2.csv",
@@ -98,14 +103,14 @@ def test_smoke_workflow_end_to_end(smoke_local):
 
     # the claims ledger opens the report, computed from the smoke tables by the claims rule
     assert html.index("<h2 id='claims'>") < html.index("<h2 id='datasets'>")
-    ledger = pd.read_csv(workdir / "reports" / "tables" / "claims.csv")
+    ledger = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "claims.csv")
     assert set(ledger["paper"]) == {"M4N", "AGM", "Casimir", "QS"}
     assert ledger["verdict"].str.match("reproduced|not reproduced|cannot check").all()
     # every table has its grid-edge companion: the smoke grid's two lambdas, each an edge
-    selection = pd.read_csv(workdir / "reports" / "tables" / "m4n_table1_selection.csv")
+    selection = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "m4n_table1_selection.csv")
     assert (selection["grid_size"] == 2).all() and (selection["n_at_min"] + selection["n_at_max"] == 2).all()
 
-    audit = pd.read_csv(workdir / "reports" / "tables" / "datasets.csv")
+    audit = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "datasets.csv")
     assert list(audit.columns[:8]) == ["task", "dataset", "method", "metric", "mean", "std",
                                        "n_splits", "reference"]
     views = set(audit["dataset"])
@@ -115,7 +120,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
     iris = audit[(audit["dataset"] == "iris")].set_index("metric")
     assert (iris.loc["d", "mean"], iris.loc["n", "mean"], iris.loc["k", "mean"]) == (4, 150, 3)
 
-    table1 = pd.read_csv(workdir / "reports" / "tables" / "m4n_table1.csv")
+    table1 = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "m4n_table1.csv")
     losses = table1[table1["metric"] == "test_loss"]
     assert set(losses["method"]) == {"M3N", "CRF", "M4N"}
     assert set(losses[losses["task"] == "rnk"]["method"]) == {"M3N", "M4N"}
@@ -128,28 +133,28 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert set(ocr["method"]) == {"M3N", "CRF", "M4N"} and (ocr["task"] == "seq").all()
     assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
 
-    emotion = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion.csv")
+    emotion = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion.csv")
     assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N"}
     base = {"zero_one", "absolute", "squared", "weighted_zero_one", "weighted_absolute", "weighted_squared"}
     assert set(emotion["metric"]) == base | {f"{m}_nodewise" for m in base}  # per sequence and pooled
     assert (emotion["n_splits"] == 2).all() and (emotion["task"] == "emotion").all()
     assert emotion["mean"].between(0, 4).all()  # squared loss over labels 0..2 is at most 4
-    tests = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_tests.csv")
+    tests = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion_tests.csv")
     assert tests["bold"].any()
     # the sensitivity tables: the same contract, the base experiment's paper numbers beside them
-    unnorm = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_unnormalised.csv")
+    unnorm = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion_unnormalised.csv")
     assert set(unnorm["method"]) == {"AGM"} and unnorm.loc[unnorm["metric"] == "zero_one", "reference"].eq(0.34).all()
-    conv = pd.read_csv(workdir / "reports" / "tables" / "agm_emotion_converged.csv").set_index(["method", "metric"])
+    conv = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion_converged.csv").set_index(["method", "metric"])
     assert set(conv.index.get_level_values(0)) == {"AGM", "SSVM", "CRF"} and conv.loc[("AGM", "zero_one"), "reference"] == 0.34
     caps = {"AGM": 20, "SSVM": 40, "CRF": 40}      # config/smoke.yaml
     for (method, metric), row in conv.iterrows():
         if metric.endswith("_passes"):
             assert 10 <= row["mean"] <= caps[method]
             assert conv.loc[(method, metric.replace("_passes", "_rel_gap")), "mean"] >= 0
-    binning = pd.read_csv(workdir / "reports" / "tables" / "m4n_binning.csv")
+    binning = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "m4n_binning.csv")
     assert set(binning["dataset"]) == {"machine"} and binning["reference"].notna().any()
 
-    ner = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner.csv", keep_default_na=False)
+    ner = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_ner.csv", keep_default_na=False)
     assert list(ner.columns) == ["figure", "c", "method", "variant", "metric", "mean", "std", "n_seeds", "reference"]
     fig2 = ner[ner["figure"] == "fig2"]
     assert set(fig2["method"]) == {"SGD", "BCFW", "SVRG", "Casimir-SVRG-const", "Casimir-SVRG-adapt"}
@@ -161,12 +166,12 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert start["reference"].astype(float).eq(14.5).all() and start["mean"].nunique() == 1
     f1 = ner[ner["metric"].str.endswith("_f1")]["mean"]
     assert f1.between(0, 1).all()
-    curves = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_curves.csv")
+    curves = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_ner_curves.csv")
     assert set(curves["pass"]) == {0, 1, 2}
     job = pd.read_csv(workdir / "results" / "casimir_ner" / "fig2_c1" / "SGD" / "split0.csv", keep_default_na=False)
     assert (job.loc[job["metric"] == "seconds", "detail"] != "").all()     # the CPU behind the recorded time
     # tuned by §7.3 (config/smoke.yaml's 2-point grids): each figure run carries the point its grid chose
-    tuned = pd.read_csv(workdir / "reports" / "tables" / "casimir_ner_tuned.csv", keep_default_na=False)
+    tuned = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_ner_tuned.csv", keep_default_na=False)
     grid = tuned[tuned["figure"] == "tune"].pivot_table(index=["method", "variant"], columns="metric", values="mean")
     sgd = grid.loc["SGD"]
     best = sgd[sgd["testa_token_f1"] >= 0.99 * sgd["testa_token_f1"].max()]["train_objective"].idxmin()
@@ -175,7 +180,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert "tables/casimir_ner_tuned.csv" in html and "figures/casimir_ner_tuned/fig2.png" in html
 
     # Casimir VOC Fig. 3 on the synthetic folder (random AlexNet): the whole path ran, labelled synthetic
-    voc = pd.read_csv(workdir / "reports" / "tables" / "casimir_voc.csv")
+    voc = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_voc.csv")
     assert set(voc["dataset"]) == {"aeroplane", "bicycle"} and (voc["n_seeds"] == 2).all()
     assert (voc["task"] == "localisation (synthetic)").all() and "synthetic VOC-format folder" in html
     scores = voc[voc["metric"].isin(["held_corloc", "held_ap", "train_corloc"])]["mean"]
@@ -183,7 +188,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
     end = voc[voc["metric"] == "train_objective"].set_index(["dataset", "method"])["mean"]
     start = voc[voc["metric"] == "initial_train_objective"].set_index(["dataset", "method"])["mean"]
     assert (end < start).all()   # every method lowers the objective in 3 epochs
-    nonconvex = pd.read_csv(workdir / "reports" / "tables" / "casimir_voc_nonconvex.csv")
+    nonconvex = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_voc_nonconvex.csv")
     assert set(nonconvex["method"]) == {"PL-Casimir-SVRG", "SGD-const", "SGD-sqrt", "SGD-linear",
                                         "PL-Casimir-SVRG_warm_start=prox-centre", "PL-Casimir-SVRG_warm_start=prev-iterate"}
     assert (nonconvex["task"] == "localisation (synthetic)").all()
@@ -191,31 +196,31 @@ def test_smoke_workflow_end_to_end(smoke_local):
     start = nonconvex[nonconvex["metric"] == "initial_train_objective"].set_index(["dataset", "method"])["mean"]
     assert (end <= start).all()   # prox-linear never goes up; SGD's two passes go down here
 
-    robust = pd.read_csv(workdir / "reports" / "tables" / "qs_robust.csv")
+    robust = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "qs_robust.csv")
     assert set(robust["dataset"]) == {"n50", "n100"} and set(robust["method"]) == {"QS", "RNW", "KRR"}
     assert (robust["metric"] == "test_error").all() and (robust["n_splits"] == 4).all()
     assert robust["reference"].notna().all() and (robust["mean"] > 0).all()
-    usps = pd.read_csv(workdir / "reports" / "tables" / "qs_usps.csv")
+    usps = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "qs_usps.csv")
     assert set(usps["metric"]) == {"gaussian", "hellinger", "recognition"} and (usps["n_splits"] == 2).all()
     assert usps["mean"].between(0, 2).all()
     recognition = usps[usps["metric"] == "recognition"]["mean"]
     assert (recognition < 0.6).all()  # reconstructions are far better than chance (0.9) for the classifier
-    bandwidth = pd.read_csv(workdir / "reports" / "tables" / "qs_usps_bandwidth.csv").set_index(["method", "metric"])
+    bandwidth = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "qs_usps_bandwidth.csv").set_index(["method", "metric"])
     assert set(bandwidth.index.get_level_values(0)) == {"KDE_output_sigma=0.05", "KDE_output_sigma=0.2", "QS"}
     # the same runs and images: KDE at qs_usps's bandwidth and QS are qs_usps's rows again
     again = usps.set_index(["method", "metric"])
     assert bandwidth.loc[("KDE_output_sigma=0.2", "recognition"), "mean"] == again.loc[("KDE", "recognition"), "mean"]
     assert bandwidth.loc[("QS", "hellinger"), "mean"] == again.loc[("QS", "hellinger"), "mean"]
-    movies = pd.read_csv(workdir / "reports" / "tables" / "qs_movielens.csv")
+    movies = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "qs_movielens.csv")
     assert set(movies["method"]) == {"QS", "Linear", "Hinge", "Logistic", "SVM-Struct", "Popularity"}
     assert (movies["metric"] == "rank_loss").all() and (movies["n_splits"] == 2).all()
     assert movies["mean"].between(0.2, 0.6).all()  # a random ranking scores about 0.5
     assert movies.loc[movies["method"] != "Popularity", "reference"].notna().all()
 
-    orders = pd.read_csv(workdir / "reports" / "tables" / "agm_srl_orders.csv")
+    orders = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl_orders.csv")
     assert set(orders["dataset"]) == {"order0", "order1"} and set(orders["method"]) == {"AGM", "CRF"}
     assert "figures/agm_srl_orders.png" in html
-    srl = pd.read_csv(workdir / "reports" / "tables" / "agm_srl.csv")
+    srl = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl.csv")
     assert set(srl["method"]) == {"AGM", "CRF", "SSVM", "M4N"} and set(srl["metric"]) == {"tree_loss", "node_loss"}
     trees = srl[srl["metric"] == "tree_loss"]
     assert (trees["n_splits"] == 30).all()  # one row per test proposition
@@ -224,13 +229,13 @@ def test_smoke_workflow_end_to_end(smoke_local):
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
     snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)
-    assert (workdir / "reports" / "report.html").stat().st_size > 10_000
+    assert (workdir / "reports" / "smoke" / "report.html").stat().st_size > 10_000
 
     # determinism: rebuild one job from scratch, the tables must not change by a byte
-    before = (workdir / "reports" / "tables" / "m4n_table1.csv").read_bytes()
+    before = (workdir / "reports" / "smoke" / "tables" / "m4n_table1.csv").read_bytes()
     (workdir / "results" / "m4n_table1" / "iris" / "M4N" / "split0.csv").unlink()
     snakemake(["--cores", "2", "--configfile", "config/smoke.yaml"], workdir)
-    assert (workdir / "reports" / "tables" / "m4n_table1.csv").read_bytes() == before
+    assert (workdir / "reports" / "smoke" / "tables" / "m4n_table1.csv").read_bytes() == before
 
 
 def test_lint_is_clean(workdir):
@@ -279,8 +284,7 @@ def test_an_interrupted_run_resumes_with_the_plain_command(tmp_path, smoke_local
     work = project_copy(tmp_path)
     profile = yaml.safe_load((work / "profiles" / "default" / "config.yaml").read_text())
     assert profile == {"rerun-incomplete": True, "show-failed-logs": True}
-    table = "reports/tables/qs_usps.csv"
-    (work / table).unlink()                        # the committed paper table: rebuild it from the smoke config
+    table = "reports/smoke/tables/qs_usps.csv"
     command = [table, "--cores", "1", "--configfile", "config/smoke.yaml"]
     env = {**os.environ, "STRUCTPRED_MIRROR": str(mirror_root())}
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", *command], cwd=work, env=env,

@@ -97,8 +97,10 @@ def test_cli_fetch_list_prepare_views(mirror, tmp_path):
     r = run_cli("data", "list", "--mirror", mirror, cwd=tmp_path)
     assert r.returncode == 0
     lines = {ln.split()[0]: ln for ln in r.stdout.splitlines() if not ln.startswith(" ")}
-    assert "[cache]" in lines["iris"] and " ok " in lines["iris"]
-    assert "missing" in lines["voc2007"] and " ok " in lines["conll2005"]
+    assert lines["source"].split() == ["source", "status", "files", "where"]       # a header row
+    assert lines["iris"].split()[1:] == ["ok", "2/2", "cache"]
+    assert lines["voc2007"].split()[1] == "missing" and lines["conll2005"].split()[1] == "ok"
+    assert f"    missing: put VOCtrainval_06-Nov-2007.tar in {mirror}/voc2007/" in r.stdout.splitlines()
     r = run_cli("data", "prepare", "iris", "--raw", tmp_path / "data" / "raw",
                 "--out", tmp_path / "iris.npz")
     assert r.returncode == 0 and "(4, 150, 3)" in r.stdout

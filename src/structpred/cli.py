@@ -14,13 +14,24 @@ import sys
 from structpred.errors import StructpredError
 
 
+DESCRIPTION = """structpred: structured-prediction oracles and solvers, and the four papers' tables.
+
+  structpred data list          which raw files are here, in the mirror, or missing
+  structpred claims             which paper claims hold (the claims ledger)
+  structpred report index       rebuild reports/index.html from the committed tables
+  structpred runs cost          CPU-hours the run archive recorded
+
+The tables themselves are rebuilt by the workflow: snakemake --cores 2 (see README.md)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     from structpred.data import cli as data_cli
     from structpred.experiments import runs_cli
     from structpred.report import claims_cli
     from structpred.report import cli as report_cli
 
-    parser = argparse.ArgumentParser(prog="structpred", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="structpred", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     data_cli.register(sub)

@@ -21,17 +21,17 @@ def register(subparsers) -> None:
     p.set_defaults(func=_list)
 
     p = sub.add_parser("fetch", help="fetch and verify the raw files of one source")
-    p.add_argument("name")
+    p.add_argument("name", help="the source (structpred data list names them)")
     p.add_argument("--dest", type=Path, default=None, help="destination (default: data/raw/NAME)")
     p.add_argument("--mirror", type=Path, default=None, help="mirror root (default: $STRUCTPRED_MIRROR)")
-    p.add_argument("--retries", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("--retries", type=int, default=3, help="download attempts per file (default: 3)")
+    p.add_argument("--timeout", type=float, default=60, help="seconds a download may stall (default: 60)")
     p.set_defaults(func=_fetch)
 
     p = sub.add_parser("prepare", help="parse a view into a compressed .npz")
-    p.add_argument("view")
+    p.add_argument("view", help="the view (structpred data views names them)")
     p.add_argument("--raw", type=Path, required=True, help="raw root (holding <source>/) or source folder")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="the .npz file to write")
     p.set_defaults(func=_prepare)
 
     p = sub.add_parser("views", help="list the parsed views")
@@ -39,21 +39,23 @@ def register(subparsers) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from structpred.data.acquire import status
+    from structpred.data.acquire import resolve_mirror, status
     from structpred.data.registry import SOURCES
 
     root = args.dest if args.dest is not None else Path("data/raw")
+    mirror = resolve_mirror(args.mirror)
+    print(f"{'source':22s} {'status':9s} {'files':>9s}  where")
     for name in SOURCES:
         rows = status(name, root / name, args.mirror)
-        n_ok = sum(r["checksum"] == "ok" for r in rows)
         bad = [r["file"] for r in rows if r["checksum"] == "MISMATCH"]
         missing = [r["file"] for r in rows if r["where"] == "missing"]
         where = sorted({r["where"] for r in rows if r["where"] != "missing"})
         state = "MISMATCH" if bad else ("missing" if missing else "ok")
-        print(f"{name:22s} {state:9s} {len(rows) - len(missing):4d}/{len(rows):<4d} present"
-              f"  checksum ok {n_ok:4d}  [{','.join(where) or '-'}]")
+        print(f"{name:22s} {state:9s} {len(rows) - len(missing):4d}/{len(rows):<4d}  {', '.join(where) or '-'}")
         for f in bad:
-            print(f"    MISMATCH {f}")
+            print(f"    checksum MISMATCH: {f}")
+        for f in missing:   # where the fetch would take it from
+            print(f"    missing: put {f} in {(mirror if mirror is not None else root) / name}/")
     return 0
 
 

@@ -23,14 +23,16 @@ def register(subparsers) -> None:
     report = subparsers.add_parser("report", help="the HTML report")
     sub = report.add_subparsers(dest="report_command", required=True)
     p = sub.add_parser("index", help="rebuild <report dir>/index.html from the tables and figures present")
-    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
+                   help="the configuration naming the report folder (default: config/config.yaml)")
     p.add_argument("--raw", type=Path, default=None, help="raw data root with the .verified stamps "
                    "(default: the config's data.raw_dir)")
     p.set_defaults(func=_index)
     p = sub.add_parser("update", help="recompute some (task, dataset) groups of a table from their result files")
     p.add_argument("experiment")
     p.add_argument("results", type=Path, nargs="+", help="per-split result files (every method of each group)")
-    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
+                   help="the configuration naming the report folder (default: config/config.yaml)")
     p.set_defaults(func=_update)
 
 

@@ -66,3 +66,26 @@ def test_qscv_grids_and_random_state():
     assert (a.sigma_, a.lam_) == (b.sigma_, b.lam_)                     # a Generator: one seed drawn per fit
     again = [QSCV(**grid, random_state=7).fit(X, y) for _ in range(3)]
     assert len({(m.sigma_, m.lam_) for m in again}) == 1               # an int: the same folds every fit
+
+
+def test_classifier_conventions_for_single_label_losses():
+    import warnings
+
+    from sklearn.base import is_classifier
+    from sklearn.exceptions import DataConversionWarning
+
+    y = np.arange(30) % 3
+    assert is_classifier(M3N()) and is_classifier(QS(loss="ordinal")) and is_classifier(CRF(loss=np.ones((3, 3)) - np.eye(3)))
+    assert not is_classifier(M3N(loss="sequence_hamming")) and not is_classifier(M3N(loss="permutation_hamming"))
+    rows = M3N(n_passes=2, random_state=0).fit(X.tolist(), y)          # a list of rows is a matrix
+    np.testing.assert_array_equal(rows.predict(X.tolist()), M3N(n_passes=2, random_state=0).fit(X, y).predict(X))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        column = M3N(n_passes=2, random_state=0).fit(X, y[:, None])
+    assert any(issubclass(w.category, DataConversionWarning) for w in caught)
+    np.testing.assert_array_equal(column.coef_, M3N(n_passes=2, random_state=0).fit(X, y).coef_)
+    assert list(QS().fit(X, y).classes_) == [0, 1, 2]
+    with pytest.raises(StructpredError, match="Unknown label type: .*LabelEncoder"):
+        M3N().fit(X, np.array(["a", "b", "c"] * 10))
+    with pytest.raises(StructpredError, match="not sequences of per-position features"):
+        M3N().fit([rng.normal(size=(3, 3))] * 30, y)

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError
-from structpred._fitting import AtomicFit, check_feature_names
+from structpred._fitting import AtomicFit, check_feature_names, classifier_tags
 from structpred.features.joint import joint_map
 from structpred.outputs import make_space
 from structpred.outputs.batch import labels_batch
@@ -115,9 +115,7 @@ class _LinearStructured(AtomicFit, BaseEstimator):
         return {"requires_y": True}
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
+        return classifier_tags(super().__sklearn_tags__(), self.loss)
 
 
 class M3N(_LinearStructured):

@@ -17,10 +17,10 @@ from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError, check_positive
-from structpred._fitting import AtomicFit, check_feature_names
+from structpred._fitting import AtomicFit, check_feature_names, classifier_tags
 from structpred.features.kernels import check_kernel, kernel_matrix
 from structpred.features.sequences import as_float_matrix
-from structpred.outputs import StatisticDecoding, WeightedDecoding, make_space, require
+from structpred.outputs import Multiclass, StatisticDecoding, WeightedDecoding, make_space, require
 from structpred.outputs.batch import is_ragged, labels_batch
 from structpred.solvers.kernel_ridge import NystromRidgeWeights, RidgeWeights, ridge_cv
 from structpred.solvers.problem import check_labels_for
@@ -75,6 +75,7 @@ class QS(AtomicFit, BaseEstimator):
         :meth:`fit`, which leaves the estimator as it was if this fails)."""
         X, self.space_, self.y_fit_ = self._check_data(X, y)
         self._fit_weights(X, self.sigma, self.lam)
+        self._set_classes()
         return self
 
     def _check_data(self, X, y):
@@ -87,6 +88,11 @@ class QS(AtomicFit, BaseEstimator):
         space = make_space(self.loss, self.n_labels, y)
         require(space, WeightedDecoding, who)
         return X, space, check_labels_for(space, y, X.shape[0])
+
+    def _set_classes(self) -> None:
+        """``classes_`` (labels 0..k-1) when the outputs are single labels, as for a classifier."""
+        if isinstance(self.space_, Multiclass):
+            self.classes_ = np.arange(self.space_.n_labels)
 
     def _fit_weights(self, X, sigma, lam) -> None:
         check_kernel(self.kernel)
@@ -153,9 +159,7 @@ class QS(AtomicFit, BaseEstimator):
         return -self.task_loss(X, y)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
+        return classifier_tags(super().__sklearn_tags__(), self.loss)
 
 
 class QSCV(QS):
@@ -206,4 +210,5 @@ class QSCV(QS):
         self.space_ = space
         self.y_fit_ = y
         self._fit_weights(X, sigma, lam)
+        self._set_classes()
         return self

@@ -65,9 +65,10 @@ class LinearJoint:
 
     @classmethod
     def build(cls, space, X, like=None):
-        if isinstance(X, (list, tuple, Sequences)):
-            raise StructpredError(f"{space!r} takes a 2-d feature matrix, not sequences")
-        return cls(X, space.embedding_dim)
+        if isinstance(X, Sequences) or (isinstance(X, (list, tuple)) and any(np.ndim(x) != 1 for x in X)):
+            raise StructpredError(f"{space!r} takes a 2-d feature matrix (one row per sample), not sequences "
+                                  "of per-position features (those go with loss='sequence_hamming')")
+        return cls(X, space.embedding_dim)   # a list of rows is a matrix
 
     @property
     def n(self) -> int:

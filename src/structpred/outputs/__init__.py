@@ -61,7 +61,8 @@ def _labels_from(y, canon: str) -> int:
     if np.iscomplexobj(yy):
         raise StructpredError("Complex data not supported: y must hold integer labels")
     if yy.dtype.kind not in "iuf":
-        raise StructpredError(f"Unknown label type: y must hold integer labels, got dtype {yy.dtype}")
+        raise StructpredError(f"Unknown label type: y must hold integer labels 0..k-1, got dtype {yy.dtype} "
+                              "(encode other labels with sklearn.preprocessing.LabelEncoder)")
     if not np.all(np.isfinite(yy.astype(float))):
         raise StructpredError("y must hold finite integer labels")
     if canon == "permutation_hamming":
@@ -80,7 +81,7 @@ def _label_count(yy: np.ndarray) -> int:
     labels = np.unique(yy)
     bad = labels[(labels < 0) | (labels != np.round(labels))]
     if len(bad):
-        raise StructpredError(f"y must hold integer labels 0..k-1, got {bad[0]:g}")
+        raise StructpredError(f"Unknown label type: y must hold integer labels 0..k-1, got {bad[0]:g}")
     k = int(labels[-1]) + 1
     if 2 * len(labels) < k:
         missing = np.setdiff1d(np.arange(min(k, 10**6)), labels.astype(np.int64))

@@ -5,10 +5,12 @@ Estimators and solvers check their inputs here and nowhere else.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
 
 from structpred.errors import StructpredError, check_positive
 from structpred.features.joint import joint_map
@@ -95,6 +97,10 @@ def check_labels_for(space, y, n: int, seq_lengths=None):
         return y
     y = np.asarray(y)
     shape = tuple(space.label_shape)
+    if not shape and y.ndim == 2 and y.shape[1] == 1:   # a column vector, as scikit-learn: warn and ravel
+        warnings.warn("A column-vector y was passed when a 1d array was expected: it is ravelled "
+                      "(y.ravel())", DataConversionWarning, stacklevel=3)
+        y = y.ravel()
     if y.ndim != 1 + len(shape) or y.shape[0] != n:
         want = f"1-d with {n} entries" if not shape else f"of shape ({n}, {', '.join(map(str, shape))})"
         raise StructpredError(f"y must be {want}, got shape {y.shape}")

@@ -101,3 +101,13 @@ def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mi
     result = verify(copy, jobs, root)
     assert list(result["status"]) == ["differs", "identical"]
     assert "line 2: archived" in result["detail"].iloc[0] and "0.123" in result["detail"].iloc[0]
+
+
+def test_a_plan_is_estimated_from_the_archive(archive):
+    from structpred.experiments.run_archive import plan_estimate
+
+    lines = plan_estimate({"m4n": 6, "new": 2}, archive)
+    # m4n's three archived jobs took 3600, 3600 and 720 s: 2640 s a job on average
+    assert lines[0].startswith("planned: 8 training jobs, ~4.4 CPU-hours where the archive timed them")
+    assert lines[1].split() == ["m4n", "6", "jobs", "~", "4.40", "CPU-hours"]
+    assert "unknown (never timed in" in lines[2]

@@ -37,10 +37,20 @@ onstart:
     # before any job: every raw file the planned run must fetch, and cannot, in one message
     from structpred.data.preflight import message, unavailable
 
-    needed = sorted({job.wildcards.source for job in workflow.dag.needrun_jobs() if job.rule.name == "fetch_source"})
+    from structpred.experiments.run_archive import plan_estimate
+
+    planned = list(workflow.dag.needrun_jobs())
+    needed = sorted({job.wildcards.source for job in planned if job.rule.name == "fetch_source"})
     missing = unavailable(needed, RAW_DIR, config["data"].get("mirror"))
     if missing:
         sys.exit(message(missing))
+    # what the run will cost, from the archive's recorded seconds (mean per job of each experiment)
+    counts = {}
+    for job in planned:
+        if job.rule.name == "run_job":
+            counts[job.wildcards.experiment] = counts.get(job.wildcards.experiment, 0) + 1
+    if counts:
+        print("\n".join(plan_estimate(counts)), file=sys.stderr)
 
 
 def experiment_jobs(experiment):

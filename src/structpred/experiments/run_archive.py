@@ -131,3 +131,21 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
                          None if len(a) == len(b) else f"{len(a)} archived rows, {len(b)} rerun")
             out.append(("identical", "") if first is None else ("differs", first))
     return jobs.assign(status=[s for s, _ in out], detail=[d for _, d in out])
+
+
+def plan_estimate(planned: dict[str, int], archive="runs") -> list[str]:
+    """Lines estimating the CPU time of a planned run: per experiment, its planned jobs times the
+    mean recorded seconds of its archived jobs (``unknown`` where none was timed)."""
+    costs = job_costs(archive) if Path(archive).is_dir() else pd.DataFrame(columns=["experiment", "seconds"])
+    mean = costs.dropna(subset=["seconds"]).groupby("experiment")["seconds"].mean()
+    lines, total = [], 0.0
+    for experiment, n in sorted(planned.items()):
+        if experiment in mean.index:
+            hours = n * float(mean[experiment]) / 3600
+            total += hours
+            lines.append(f"  {experiment:28s} {n:5d} jobs  ~{hours:7.2f} CPU-hours")
+        else:
+            lines.append(f"  {experiment:28s} {n:5d} jobs   unknown (never timed in {archive}/)")
+    head = (f"planned: {sum(planned.values())} training jobs, ~{total:.1f} CPU-hours where the archive timed them "
+            f"(its mean per job, at the settings it ran)")
+    return [head, *lines]

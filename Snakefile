@@ -3,7 +3,9 @@
 #   snakemake --cores 2 --configfile config/smoke.yaml   (minutes-long CI run)
 # The rules call the installed library (pip install -e .); each experiment's jobs, settings
 # and report hooks come from structpred.experiments.registry.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from structpred.workflow import validate_config
 
 min_version("8.0")
 
@@ -11,7 +13,7 @@ min_version("8.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+validate_config(config, "workflow/schemas/config.schema.yaml")   # one short error, not the schema
 
 
 include: "workflow/rules/common.smk"

@@ -67,7 +67,13 @@ def test_schema_rejects_typo(workdir):
     bad.write_text("m4n_table1:\n  n_pases: 5\n")
     proc = snakemake(["-n", "--cores", "1", "--configfile", "bad.yaml"], workdir, check=False)
     assert proc.returncode != 0
-    assert "n_pases" in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "config error at m4n_table1: Additional properties are not allowed ('n_pases' was unexpected)" in out
+    assert len(out.splitlines()) < 15                       # the key and what is allowed, not the schema
+    (workdir / "bad_mirror.yaml").write_text("data:\n  mirror: /nonexistent\n")
+    proc = snakemake(["-n", "--cores", "1", "--configfile", "bad_mirror.yaml"], workdir, check=False)
+    assert proc.returncode != 0
+    assert "data.mirror names /nonexistent, which is not a folder" in proc.stdout + proc.stderr
 
 
 def test_unknown_dataset_is_a_clear_error(workdir):

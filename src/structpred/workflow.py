@@ -32,3 +32,35 @@ def rule_script(snakemake):
         log.error("%s", exc)
         logging.shutdown()
         sys.exit(1)
+
+
+def validate_config(config: dict, schema_path) -> None:
+    """The workflow's config against its JSON schema, as one short error: the offending key's path
+    and what is wrong (the allowed keys or values), not the schema and config Snakemake's
+    ``validate`` prints."""
+    import jsonschema
+    import yaml
+
+    from structpred.errors import ConfigError
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is None:
+        return
+    where = "/".join(map(str, error.absolute_path)) or "(top level)"
+    allowed = ""
+    if error.validator == "additionalProperties" and isinstance(error.schema.get("properties"), dict):
+        allowed = f"; allowed keys: {', '.join(error.schema['properties'])}"
+    message = error.message if len(error.message) <= 200 else error.message[:200] + " ..."
+    raise ConfigError(f"config error at {where}: {message}{allowed}")
+
+
+def check_mirror(mirror) -> None:
+    """A configured mirror (``data.mirror`` or ``$STRUCTPRED_MIRROR``) must be a folder: one line."""
+    from structpred.data.acquire import resolve_mirror
+    from structpred.errors import ConfigError
+
+    root = resolve_mirror(mirror)
+    if root is not None and not root.is_dir():
+        source = "data.mirror" if mirror else "STRUCTPRED_MIRROR"
+        raise ConfigError(f"{source} names {root}, which is not a folder (a mirror holds <source>/<file>)")

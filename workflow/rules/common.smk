@@ -5,11 +5,15 @@ from structpred.data.parsers import VIEWS
 from structpred.data.voc import VOC_CLASSES
 from structpred.errors import ConfigError
 from structpred.experiments.registry import get
+from structpred.workflow import check_mirror
 
 RAW_DIR = config["data"]["raw_dir"]
 PROCESSED_DIR = config["data"]["processed_dir"]
 REPORT_DIR = config["report"]["dir"]
 ENV = "../../envs/structpred.yaml"
+
+
+check_mirror(config["data"].get("mirror"))
 
 
 def skip_missing_data():

@@ -111,3 +111,15 @@ def test_a_plan_is_estimated_from_the_archive(archive):
     assert lines[0].startswith("planned: 8 training jobs, ~4.4 CPU-hours where the archive timed them")
     assert lines[1].split() == ["m4n", "6", "jobs", "~", "4.40", "CPU-hours"]
     assert "unknown (never timed in" in lines[2]
+
+
+def test_the_readme_costs_are_the_archives():
+    """The README's total is the archive's sum (structpred runs cost), not a hand estimate."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    hours, jobs = re.search(r"([\d.]+) CPU-hours over (\d+) timed jobs", text).groups()
+    table = cost_table(root / "runs")
+    assert (float(hours), int(jobs)) == (round(float(table["cpu_hours"].sum()), 1), int(table["timed_jobs"].sum()))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -437,3 +439,28 @@ def test_report_update_recomputes_the_groups_given_and_keeps_the_other_rows(tmp_
     assert main(["report", "update", "m4n_table1", "nope.csv", "--config", "config.yaml"]) == 2
     assert "no result file nope.csv" in capsys.readouterr().err
     assert (tables / "m4n_table1.csv").read_bytes() == (tmp_path / "all.csv").read_bytes()
+
+
+def test_the_committed_report_rerenders_byte_identical_from_the_run_archive(tmp_path, capsys):
+    """structpred report rerender: every table, grid-edge table, test table, figure and curve of an
+    experiment whose jobs are all archived, rebuilt from runs/ without a job, equals the committed
+    file byte for byte."""
+    import yaml
+
+    from structpred.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    config["report"] = {**config["report"], "dir": str(tmp_path / "reports"),
+                        "references": str(root / config["report"]["references"]),
+                        "claims": str(root / config["report"]["claims"])}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))   # job order = config order
+    assert main(["report", "rerender", "--archive", str(root / "runs"), "--config", str(tmp_path / "config.yaml")]) == 0
+    out = capsys.readouterr().out
+    rebuilt = [line.split(":")[0] for line in out.splitlines() if "rebuilt from" in line]
+    assert {"m4n_table1", "m4n_table1_code", "casimir_ner", "qs_movielens", "agm_emotion", "agm_srl"} <= set(rebuilt)
+    made = [p for p in (tmp_path / "reports").rglob("*") if p.is_file() and p.name not in ("index.html", "claims.csv")]
+    assert len(made) > 40
+    for path in made:
+        committed = root / "reports" / path.relative_to(tmp_path / "reports")
+        assert path.read_bytes() == committed.read_bytes(), committed

@@ -8,6 +8,10 @@ time, and this command links whatever tables the report folder holds for the con
 experiments, with the same provenance (commit, config, the ``.verified`` checksums of the raw
 files present, package versions).
 
+``structpred report rerender [EXPERIMENT...]`` rebuilds the tables, figures, ledger and index
+from the run archive (``runs/``), without recomputing a job: what to run after a checkout, where
+the main job (``snakemake``) recomputes everything from raw data.
+
 ``structpred report update EXPERIMENT FILES...`` recomputes, in the committed table of
 ``EXPERIMENT``, its test table and its figure, the (task, dataset) groups whose per-split
 result files are given (e.g. a rerun of some datasets archived in ``runs/``); every other row
@@ -16,6 +20,7 @@ keeps its bytes.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 
@@ -34,6 +39,13 @@ def register(subparsers) -> None:
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
                    help="the configuration naming the report folder (default: config/config.yaml)")
     p.set_defaults(func=_update)
+    p = sub.add_parser("rerender", help="rebuild the tables, figures, ledger and index of the report from the "
+                                        "run archive, without recomputing a job")
+    p.add_argument("experiments", nargs="*", help="only these experiments (default: every configured one)")
+    p.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
+                   help="the configuration naming the report folder (default: config/config.yaml)")
+    p.set_defaults(func=_rerender)
 
 
 def _load_config(path: Path) -> dict:
@@ -101,3 +113,39 @@ def _index(args) -> int:
     missing = [n for n in config["experiments"] if folder / "tables" / f"{n}.csv" not in tables]
     print(f"{folder / 'index.html'}: {len(tables)} tables" + (f"; no table yet for {', '.join(missing)}" if missing else ""))
     return 0
+
+
+def _rerender(args) -> int:
+    """Each experiment whose every configured job is archived: its table, tests, grid edges, figure
+    and curves from the archived files, read in the workflow's job order; then the ledger and the
+    index.  An experiment with jobs missing from the archive is left as it is, and said so."""
+    from structpred.errors import ConfigError
+    from structpred.experiments.registry import get
+    from structpred.report.aggregate import aggregate_files
+    from structpred.report.experiment_figures import experiment_figure, write_curve_figure, write_curve_table
+
+    config = _load_config(args.config)
+    names = args.experiments or list(config["experiments"])
+    unknown = [n for n in names if n not in config["experiments"]]
+    if unknown:
+        raise ConfigError(f"unknown experiment {unknown[0]!r} (configured: {', '.join(config['experiments'])})")
+    folder = Path(config["report"]["dir"])
+    for name in names:
+        exp = get(name)
+        paths = [args.archive / name / d / m / f"split{k}.csv" for d, m, k in exp.jobs(config)]
+        missing = [p for p in paths if not p.is_file()]
+        if missing:
+            print(f"{name}: left as it is, {len(missing)} of its {len(paths)} jobs are not in {args.archive}/")
+            continue
+        table = folder / "tables" / f"{name}.csv"
+        aggregate_files(paths, config["report"]["references"], table, folder / "tables" / f"{name}_tests.csv",
+                        folder / "tables" / f"{name}_selection.csv", config)
+        experiment_figure(name, table, folder / "figures" / f"{name}.png", config)
+        panels = exp.curve_panels(config)
+        if panels:
+            curves = folder / "tables" / f"{name}_curves.csv"
+            write_curve_table(name, [p.with_name(p.stem + ".history.csv") for p in paths], curves)
+            for panel in panels:
+                write_curve_figure(name, panel, curves, folder / "figures" / name / f"{panel}.png")
+        print(f"{name}: rebuilt from {len(paths)} archived jobs")
+    return _index(argparse.Namespace(config=args.config, raw=None))

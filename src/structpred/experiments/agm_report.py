@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.report.figures import save_figure
+from structpred.report.figures import method_colour, save_figure
 from structpred.report.cells import bold_of, cell, convergence_note, fmt, paper_note
 
 #: AGM Table 1's losses in the paper's row order: metric -> label
@@ -94,7 +94,7 @@ def emotion_figure(table: pd.DataFrame, path) -> None:
     for j, method in enumerate(methods):
         rows = data[data["method"] == method].drop_duplicates("metric").set_index("metric").reindex(losses)
         x = np.arange(len(losses)) + (j - (len(methods) - 1) / 2) * width
-        ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2)
+        ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2, color=method_colour(method, j))
         ax.scatter(x, rows["reference"], marker="_", s=150, linewidths=2, color="black", zorder=3,
                    label="paper" if j == 0 else None)
     ax.set_xticks(np.arange(len(losses)), [EMOTION_LOSSES[m] for m in losses], rotation=20, ha="right")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
@@ -96,6 +97,7 @@ def summary_figure(table: pd.DataFrame, path) -> None:
             ax.set_title(f"{PANEL_TITLES.get(figure, figure)}: {COLUMNS[metric]}", fontsize=9)
             if metric == "train_objective":
                 ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())   # minor ticks' labels overlapped
     fig.tight_layout()  # no title over the panel above's axis label
     save_figure(fig, path)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.report.figures import save_figure
+from structpred.report.figures import method_colour, save_figure
 from structpred.report.cells import cell, convergence_note, fmt
 
 
@@ -132,7 +132,7 @@ def losses_figure(table: pd.DataFrame, path) -> None:
         for j, method in enumerate(methods):
             rows = part[part["method"] == method].set_index("dataset").reindex(datasets)
             x = np.arange(len(datasets)) + (j - (len(methods) - 1) / 2) * width
-            ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2)
+            ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2, color=method_colour(method, j))
             ax.scatter(x, rows["reference"], marker="_", s=120, color="black", zorder=3,
                        label="paper" if j == 0 else None)
         ax.set_xticks(np.arange(len(datasets)), datasets, rotation=30, ha="right")

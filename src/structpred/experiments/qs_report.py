@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.report.figures import save_figure
+from structpred.report.figures import method_colour, save_figure
 from structpred.report.cells import bold_of, cell
 
 
@@ -49,7 +49,7 @@ def robust_figure(table: pd.DataFrame, path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     for j, (method, part) in enumerate(data.groupby("method", sort=False)):
         part = part.sort_values("n")
-        colour = f"C{j}"
+        colour = method_colour(method, j)
         ax.plot(part["n"], part["mean"], "o-", color=colour, label=method)
         lo = np.maximum(part["mean"] - part["std"], part["mean"] * 1e-2)
         ax.fill_between(part["n"], lo, part["mean"] + part["std"], color=colour, alpha=0.2)
@@ -60,7 +60,7 @@ def robust_figure(table: pd.DataFrame, path) -> None:
     ax.set_xlabel("n (training points)")
     ax.set_ylabel("test error (MSE against f)")
     ax.set_title("robust regression: mean ± std over repetitions")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))   # beside the bands, not over them
     save_figure(fig, path)
 
 
@@ -72,7 +72,8 @@ def metric_bars(table: pd.DataFrame, path, *, title: str) -> None:
     for ax, metric in zip(axes[0], metrics):
         part = table[table["metric"] == metric]
         x = np.arange(len(part))
-        ax.bar(x, part["mean"], yerr=part["std"], capsize=3, color=[f"C{j}" for j in range(len(part))])
+        ax.bar(x, part["mean"], yerr=part["std"], capsize=3,
+               color=[method_colour(m, j) for j, m in enumerate(part["method"])])
         ax.scatter(x, part["reference"], marker="_", s=300, linewidths=2, color="black", zorder=3, label="paper")
         ax.set_xticks(x, part["method"], rotation=30, ha="right")
         ax.set_title(metric)

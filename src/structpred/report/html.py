@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
-td.l,th.l{text-align:left}.paper{color:#666}.diff{color:#a33;font-size:11px}
+td.l,th.l{text-align:left}.paper{color:#666}.diff{color:#666;font-size:11px}
 pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:12px}img{max-width:100%}
 table.ledger td{text-align:left;vertical-align:top;font-size:12px}.v-reproduced{background:#e3f4e3}
 .v-under{background:#fdf6d8}.v-not{background:#f9e0e0}.v-cannot{background:#eee}"""

@@ -123,3 +123,15 @@ def test_the_readme_costs_are_the_archives():
     hours, jobs = re.search(r"([\d.]+) CPU-hours over (\d+) timed jobs", text).groups()
     table = cost_table(root / "runs")
     assert (float(hours), int(jobs)) == (round(float(table["cpu_hours"].sum()), 1), int(table["timed_jobs"].sum()))
+
+
+def test_the_experiments_command_lists_jobs_data_and_archive(capsys, monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    assert main(["experiments"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["m4n_table1_code"][1:4] == ["546", "546", "2.45"]          # jobs, archived, CPU-hours
+    assert rows["agm_emotion"][3] == "-"                                     # archived, never timed
+    assert rows["casimir_ner_tuned"][1] == "640" and rows["qs_robust"][4] == "ok"

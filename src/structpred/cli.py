@@ -20,6 +20,7 @@ DESCRIPTION = """structpred: structured-prediction oracles and solvers, and the 
   structpred claims             which paper claims hold (the claims ledger)
   structpred report index       rebuild reports/index.html from the committed tables
   structpred runs cost          CPU-hours the run archive recorded
+  structpred experiments        every experiment: its table, jobs, data status, archived cost
 
 The tables themselves are rebuilt by the workflow: snakemake --cores 2 (see README.md)."""
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_cli.register(sub)
     claims_cli.register(sub)
     runs_cli.register(sub)
+    runs_cli.register_experiments(sub)
     return parser
 
 

@@ -51,3 +51,33 @@ def _verify(args) -> int:
     same = int((result["status"] == "identical").sum())
     print(f"{same} of {len(result)} rerun jobs identical to the archive (timings excluded)")
     return 0 if same == len(result) else 1
+
+
+def register_experiments(subparsers) -> None:
+    p = subparsers.add_parser("experiments", help="every configured experiment: its table, its jobs, whether its "
+                                                  "data is here, what the archive holds and cost")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
+                   help="the configuration (default: config/config.yaml)")
+    p.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
+    p.set_defaults(func=_experiments)
+
+
+def _experiments(args) -> int:
+    from structpred.data.preflight import unavailable
+    from structpred.experiments.registry import get
+    from structpred.experiments.run_archive import job_costs
+    from structpred.report.cli import _load_config
+
+    config = _load_config(args.config)
+    costs = job_costs(args.archive) if args.archive.is_dir() else None
+    print(f"{'experiment':26s} {'jobs':>5s} {'archived':>8s} {'CPU-h':>7s}  data   title")
+    for name in config["experiments"]:
+        exp = get(name)
+        jobs = exp.jobs(config)
+        missing = unavailable(sorted(exp.sources(config)), config["data"]["raw_dir"], config["data"].get("mirror"))
+        mine = costs[costs["experiment"] == name] if costs is not None else None
+        archived = 0 if mine is None else len(mine)
+        hours = "-" if mine is None or mine["seconds"].isna().all() else f"{mine['seconds'].sum() / 3600:.2f}"
+        data = "ok" if not missing else "MISSING " + ",".join(sorted({m["source"] for m in missing}))
+        print(f"{name:26s} {len(jobs):5d} {archived:8d} {hours:>7s}  {data:6s} {exp.title}")
+    return 0

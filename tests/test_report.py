@@ -370,6 +370,8 @@ def test_report_index_command_links_the_tables_present(tmp_path, monkeypatch):
     assert "usps QS: lam at the grid&#x27;s smallest value 1e-05 in 3 of 10 runs" in page
     assert "href='tables/qs_usps_selection.csv'" in page
     assert "tables/qs_robust.csv" not in page
+    # a configured experiment without a table is named on the page, not silently left out
+    assert "Not in this report" in page and "(<code>qs_robust</code>)" in page
     assert main(["report", "index", "--config", "missing.yaml"]) == 2
 
 

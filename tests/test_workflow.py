@@ -323,3 +323,24 @@ def test_missing_data_stops_the_main_job_before_any_job(tmp_path):
     out = snakemake(["-n", "--cores", "1", "--configfile", "skip.yaml"], work)
     assert "casimir_voc left out, its data is missing (alexnet, voc2007)" in out.stdout + out.stderr
     assert "box_features" not in out.stdout
+
+
+@pytest.mark.slow
+def test_a_failed_fetch_shows_its_cause_on_the_terminal(tmp_path):
+    """A mirror file whose checksum is wrong: the fetch job fails and its one-line cause (file,
+    expected and actual sha256, URL) reaches the terminal (profiles/default: show-failed-logs),
+    not only logs/fetch/<source>.log."""
+    import shutil
+
+    from tests.conftest import mirror_root
+
+    work = project_copy(tmp_path / "project")
+    mirror = tmp_path / "mirror"
+    shutil.copytree(mirror_root() / "iris", mirror / "iris")
+    data = mirror / "iris" / "iris.data"
+    data.chmod(0o644)
+    data.write_text(data.read_text().replace("5.1,3.5", "5.2,3.5", 1))
+    (work / "mirror.yaml").write_text(f"data:\n  mirror: {mirror}\n")   # the config's mirror wins over the env's
+    proc = snakemake(["data/raw/iris/.verified", "--cores", "1", "--configfile", "mirror.yaml"], work, check=False)
+    assert proc.returncode != 0
+    assert "checksum mismatch for iris/iris.data" in proc.stdout + proc.stderr

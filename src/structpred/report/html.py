@@ -134,6 +134,12 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             curve_figures.setdefault(Path(c).parent.name, []).append(c)
     parts.append("<ul>" + "".join(f"<li><a href='#{Path(t).stem}'>{html.escape(get(Path(t).stem).title)}</a></li>"
                                   for t in tables) + "</ul>")
+    absent = [e for e in config.get("experiments", []) if e not in {Path(t).stem for t in tables}]
+    if absent:   # configured, but no table: its jobs have not all run, or its raw data is missing
+        parts.append("<p>Not in this report (no table: not run yet, or its raw data is missing; "
+                     "<code>structpred experiments</code> says which):</p><ul>"
+                     + "".join(f"<li>{html.escape(get(e).title)} (<code>{html.escape(e)}</code>)</li>" for e in absent)
+                     + "</ul>")
     loaded = {Path(t).stem: (pd.read_csv(t), _read_optional(tests_of[Path(t).stem]) if Path(t).stem in tests_of
                              else pd.DataFrame()) for t in tables}
     for table_path in tables:

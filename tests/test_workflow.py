@@ -234,7 +234,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert trees.loc[trees["method"] != "M4N", "reference"].notna().all()
 
     # Snakemake's own self-contained report bundles the tables and figures with captions
-    snakemake(["--report", "reports/report.html", "--configfile", "config/smoke.yaml"], workdir)
+    snakemake(["--report", "reports/smoke/report.html", "--configfile", "config/smoke.yaml"], workdir)
     assert (workdir / "reports" / "smoke" / "report.html").stat().st_size > 10_000
 
     # determinism: rebuild one job from scratch, the tables must not change by a byte

@@ -3,8 +3,8 @@ and the NystromGaussian transformer,
 the DataFrame column-name check, and a refit that fails leaving the fitted model untouched.
 
 The estimators with a single-label loss (zero-one, ordinal, a loss matrix) are tagged classifiers,
-so scikit-learn's classifier checks run too; two of them cannot pass by design (EXPECTED_FAILED,
-SCORES: the reasons are there).  The only check scikit-learn itself skips is
+so scikit-learn's classifier checks run too; one cannot pass by design (EXPECTED_FAILED: the reason
+is there).  The only check scikit-learn itself skips is
 ``check_array_api_input`` (it runs only with ``SCIPY_ARRAY_API=1``; our solvers are numpy /
 numba code and do not take array-API inputs).
 """
@@ -23,15 +23,8 @@ EXPECTED_FAILED: dict[str, str] = {
     "check_classifiers_classes": "labels are integers 0..k-1 by design (the task loss matrix is indexed by "
                                  "them); string labels are one clear error that names LabelEncoder",
 }
-#: and for the estimators with a decision_function (not QS)
-SCORES = {"check_classifiers_train": "decision_function returns the (n, k) scores of every label, two labels "
-                                     "included (the surrogates' scores, which predict and predict_proba "
-                                     "decode); scikit-learn's binary classifiers return one column; everything "
-                                     "else the check asks passes"}
-
-
 def expected_failures(estimator) -> dict[str, str]:
-    return {**EXPECTED_FAILED, **(SCORES if hasattr(estimator, "decision_function") else {})}
+    return EXPECTED_FAILED
 
 
 @parametrize_with_checks([M3N(n_passes=3), CRF(n_passes=3), M4N(n_passes=3, n_iter_oracle=3),

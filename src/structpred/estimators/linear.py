@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from structpred.errors import StructpredError
 from structpred._fitting import AtomicFit, check_feature_names, classifier_tags
 from structpred.features.joint import joint_map
-from structpred.outputs import make_space
+from structpred.outputs import Multiclass, make_space
 from structpred.outputs.batch import labels_batch
 from structpred.solvers import BCFW, GBCFW, SDCA, AdaGrad, DualQP, check_problem, run
 from structpred.surrogates import Hinge, LogLoss, MaxMinMargin
@@ -84,7 +84,7 @@ class _LinearStructured(AtomicFit, BaseEstimator):
         self.history_ = pd.DataFrame(res.history)
         return self
 
-    def decision_function(self, X):
+    def scores(self, X):
         """Scores ``v``: ``(n, k)`` with k the embedding dimension (n_labels for multiclass,
         M^2 for rankings), or a list of chain score vectors for sequences."""
         check_is_fitted(self, "coef_")
@@ -92,10 +92,18 @@ class _LinearStructured(AtomicFit, BaseEstimator):
         check_feature_names(self, X)
         return joint_map(self.space_, X, like=self.joint_map_, who=type(self).__name__).scores(self.coef_)
 
+    def decision_function(self, X):
+        """:meth:`scores`, but for two labels of a single-label loss scikit-learn's binary
+        convention: ``v_1 - v_0``, shape ``(n,)`` (positive: label 1)."""
+        v = self.scores(X)
+        if isinstance(self.space_, Multiclass) and self.space_.n_labels == 2:
+            return v[:, 1] - v[:, 0]
+        return v
+
     def predict(self, X):
         """Outputs decoded as the surrogate prescribes (MAP, or Bayes decoding for the CRF)."""
         check_is_fitted(self, "coef_")
-        return self.surrogate_.predict(self.decision_function(X))
+        return self.surrogate_.predict(self.scores(X))
 
     def task_loss(self, X, y):
         """Mean task loss (0-1 error, mean absolute error for ``loss="ordinal"``, mean
@@ -234,7 +242,7 @@ class CRF(_LinearStructured):
     def predict_proba(self, X):
         """Marginals ``E_{p(y|x)} phi(y)`` (class probabilities for multiclass)."""
         check_is_fitted(self, "coef_")
-        return self.space_.marginals(self.decision_function(X))
+        return self.space_.marginals(self.scores(X))
 
     def _surrogate(self, space):
         return LogLoss(space)

@@ -89,3 +89,11 @@ def test_classifier_conventions_for_single_label_losses():
         M3N().fit(X, np.array(["a", "b", "c"] * 10))
     with pytest.raises(StructpredError, match="not sequences of per-position features"):
         M3N().fit([rng.normal(size=(3, 3))] * 30, y)
+
+
+def test_counts_are_integers_not_truncated():
+    y = np.arange(30) % 3
+    for kw in ({"n_components": 2.5}, {"n_components": "a"}, {"batch_size": 0.5}):
+        with pytest.raises(StructpredError, match="must be a positive integer"):
+            QS(**kw).fit(X, y).predict(X)
+    assert QS(n_components=10.0, random_state=0).fit(X, y).centers_.shape == (10, 3)

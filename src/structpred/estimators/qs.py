@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
-from structpred.errors import StructpredError, check_positive
+from structpred.errors import StructpredError, check_positive, check_positive_int
 from structpred._fitting import AtomicFit, check_feature_names, classifier_tags
 from structpred.features.kernels import check_kernel, kernel_matrix
 from structpred.features.sequences import as_float_matrix
@@ -101,7 +101,7 @@ class QS(AtomicFit, BaseEstimator):
         n = X.shape[0]
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
-        m = None if self.n_components is None else int(check_positive(self.n_components, "n_components"))
+        m = None if self.n_components is None else check_positive_int(self.n_components, "n_components")
         if m is None or m >= n:
             self.centers_ = None
             self.weights_ = RidgeWeights(kernel_matrix(self.kernel, X, X, self.sigma_), self.lam_)
@@ -142,7 +142,7 @@ class QS(AtomicFit, BaseEstimator):
         check_is_fitted(self, "weights_")
         check_feature_names(self, X)
         X = as_float_matrix(X)
-        b = int(check_positive(self.batch_size, "batch_size"))
+        b = check_positive_int(self.batch_size, "batch_size")
         return _concat([self._decode(X[s:s + b]) for s in range(0, X.shape[0], b)])
 
     def task_loss(self, X, y) -> float:

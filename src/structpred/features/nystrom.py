@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from structpred.errors import StructpredError
+from structpred.errors import StructpredError, check_positive_int
 from structpred._fitting import AtomicFit
 
 
@@ -24,14 +24,9 @@ def _validate(estimator, X, reset: bool) -> np.ndarray:
 
 def _check_params(n_components, eig_tol) -> int:
     """``n_components`` as an int >= 1 (an integral number, not a string or a fraction); ``eig_tol`` in [0, 1)."""
-    if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral):
-        if not (isinstance(n_components, numbers.Real) and float(n_components).is_integer()):
-            raise StructpredError(f"n_components must be a positive integer, got {n_components!r}")
-    if int(n_components) < 1:
-        raise StructpredError(f"n_components must be a positive integer, got {n_components!r}")
     if not isinstance(eig_tol, numbers.Real) or isinstance(eig_tol, bool) or not 0 <= eig_tol < 1:
         raise StructpredError(f"eig_tol must be a number in [0, 1), got {eig_tol!r}")
-    return int(n_components)
+    return check_positive_int(n_components, "n_components")
 
 
 class NystromGaussian(AtomicFit, TransformerMixin, BaseEstimator):

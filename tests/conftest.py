@@ -4,7 +4,6 @@ of the project to run the workflow in, and one local smoke run shared by the wor
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -31,15 +30,11 @@ def mirror() -> Path:
 
 
 def project_copy(dest: Path) -> Path:
-    """A copy of the project's files as git sees them (tracked + untracked, not ignored)."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        src = REPO / name
-        if src.is_file() and not name.startswith("runs/"):
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    return dest
+    """A copy of the project's files as git sees them (tracked + untracked, not ignored), without
+    the run archive."""
+    from structpred.workflow import project_copy as copy
+
+    return copy(REPO, dest)
 
 
 def snakemake(args: list[str], cwd: Path, env: dict | None = None, check: bool = True):

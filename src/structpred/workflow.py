@@ -64,3 +64,20 @@ def check_mirror(mirror) -> None:
     if root is not None and not root.is_dir():
         source = "data.mirror" if mirror else "STRUCTPRED_MIRROR"
         raise ConfigError(f"{source} names {root}, which is not a folder (a mirror holds <source>/<file>)")
+
+
+def project_copy(project, dest, exclude=("runs/",)):
+    """A copy of the project's files as git sees them (tracked, and untracked ones it does not
+    ignore) into ``dest``, leaving out the paths that start with ``exclude``: the workflow runs
+    there without touching the project (``runs verify``, the workflow tests)."""
+    import shutil
+    import subprocess
+
+    project, dest = Path(project), Path(dest)
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=project, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        if not name.startswith(tuple(exclude)) and (project / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(project / name, dest / name)
+    return dest

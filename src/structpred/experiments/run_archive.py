@@ -102,20 +102,16 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
     temporary folder: the project's own ``results/`` are never touched) and compare its rows with
     the archive's, timings excluded.  Returns the jobs with ``status`` (identical / differs /
     failed) and ``detail`` (the first differing line, or the error's last line)."""
-    import shutil
     import subprocess
     import sys
     import tempfile
 
+    from structpred.workflow import project_copy
+
     project, archive = Path(project).resolve(), Path(archive).resolve()
     targets = [f"results/{r.experiment}/{r.dataset}/{r.method}/split{r.split}.csv" for r in jobs.itertuples()]
     with tempfile.TemporaryDirectory(prefix="structpred-verify-") as tmp:
-        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=project, capture_output=True,
-                               text=True, check=True).stdout.split()
-        for name in files:
-            if not name.startswith(("runs/", "results/", "reports/")) and (project / name).is_file():
-                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(project / name, Path(tmp) / name)
+        project_copy(project, tmp, exclude=("runs/", "results/", "reports/"))
         extra = ["--configfile", str(configfile)] if configfile else []
         proc = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--cores", str(cores), "--keep-going",
                                *extra], cwd=tmp, capture_output=True, text=True)

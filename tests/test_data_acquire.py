@@ -150,6 +150,21 @@ def test_download_no_server(tmp_path, monkeypatch):
         fetch("wine", tmp_path / "d", None, base_url="http://127.0.0.1:9", retries=2, timeout=2)
 
 
+def test_failed_fetch_says_whether_a_mirror_was_set(tmp_path, monkeypatch):
+    """With no mirror configured the error says so (not "the mirror lacks it"); with one, it names
+    the file looked for there."""
+    monkeypatch.setattr(acquire.time, "sleep", lambda s: None)
+    monkeypatch.delenv("STRUCTPRED_MIRROR", raising=False)
+    with pytest.raises(DataError) as exc:
+        fetch("wine", tmp_path / "d", None, base_url="http://127.0.0.1:9", retries=1, timeout=2)
+    assert "no mirror set (data.mirror or STRUCTPRED_MIRROR) and the download failed" in str(exc.value)
+    empty = tmp_path / "mirror"
+    empty.mkdir()
+    with pytest.raises(DataError) as exc:
+        fetch("wine", tmp_path / "d", empty, base_url="http://127.0.0.1:9", retries=1, timeout=2)
+    assert f"not in the mirror ({empty / 'wine' / 'wine.data'}) and the download failed" in str(exc.value)
+
+
 def test_conll2003_download_stored_gzipped(mirror, server, tmp_path):
     www, url = server
     (www / "data").mkdir()

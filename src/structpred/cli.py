@@ -1,8 +1,7 @@
 """Command line interface: ``structpred data ...``, ``structpred report ...``, ``structpred claims``,
-``structpred runs cost``.
+``structpred runs ...``, ``structpred experiments``, ``structpred run``.
 
-Each subcommand group lives in the module that owns the concept and registers itself
-through a ``register(subparsers)`` function; this module only wires them together.
+Each subcommand group lives in the module that owns its concept (``register(subparsers)``).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ DESCRIPTION = """structpred: structured-prediction oracles and solvers, and the 
   structpred report index       rebuild reports/index.html from the committed tables
   structpred runs cost          CPU-hours the run archive recorded
   structpred experiments        every experiment: its table, jobs, data status, archived cost
+  structpred run --cores 2      the workflow (snakemake), after checking its config files
 
 The tables themselves are rebuilt by the workflow: snakemake --cores 2 (see README.md)."""
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     from structpred.experiments import runs_cli
     from structpred.report import claims_cli
     from structpred.report import cli as report_cli
+    from structpred import run_cli
 
     parser = argparse.ArgumentParser(
         prog="structpred", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,12 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     claims_cli.register(sub)
     runs_cli.register(sub)
     runs_cli.register_experiments(sub)
+    run_cli.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    head = next((i for i, a in enumerate(argv) if a not in ("-v", "--verbose")), len(argv))
+    passed_on = []
+    if argv[head:head + 1] == ["run"] and not {"-h", "--help"} & set(argv[head + 1:head + 2]):
+        argv, passed_on = argv[:head + 1], argv[head + 1:]  # snakemake's arguments, verbatim
     args = parser.parse_args(argv)
+    if args.command == "run":
+        args.snakemake_args = passed_on
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

@@ -1,4 +1,5 @@
 # Helpers shared by the other .smk files: the jobs of the configured experiments, from the registry.
+import os
 import sys
 
 from structpred.data.parsers import VIEWS
@@ -34,7 +35,20 @@ def skip_missing_data():
     config["experiments"] = kept
 
 
+def report_only_existing_tables():
+    """``snakemake --report`` renders what exists and runs nothing: keep the experiments whose table
+    is there (committed, re-rendered or computed); one without (its data missing, its runs not
+    finished) is left out, named on stderr, instead of failing the report."""
+    if not any(arg == "--report" or arg.startswith("--report=") for arg in sys.argv[1:]):
+        return
+    absent = [e for e in config["experiments"] if not os.path.isfile(f"{REPORT_DIR}/tables/{e}.csv")]
+    if absent:
+        print(f"--report: left out, no table yet: {', '.join(absent)}", file=sys.stderr)
+    config["experiments"] = [e for e in config["experiments"] if e not in absent]
+
+
 skip_missing_data()
+report_only_existing_tables()
 
 
 onstart:

@@ -179,8 +179,10 @@ def _gzip_file(src: Path, dst: Path) -> None:
         dst.write_bytes(gzip.compress(src.read_bytes(), compresslevel=9, mtime=0))
 
 
-def _from_url(source: Source, rf: RawFile, target: Path, url: str, retries: int, timeout: float) -> None:
-    """Download ``rf`` into ``target`` atomically after verifying it."""
+def _from_url(source: Source, rf: RawFile, target: Path, url: str, retries: int, timeout: float,
+              mirror_file: Path | None) -> None:
+    """Download ``rf`` into ``target`` atomically after verifying it; ``mirror_file`` is where the
+    mirror was looked up (None: no mirror configured), for the error message."""
     if source.manual:
         raise _missing(source, rf, url, source.manual)
     if not rf.pinned:
@@ -193,7 +195,9 @@ def _from_url(source: Source, rf: RawFile, target: Path, url: str, retries: int,
         try:
             _download(url, tmp, retries=retries, timeout=timeout)
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise _missing(source, rf, url, f"mirror lacks it and the download failed ({exc})") from exc
+            tried = (f"not in the mirror ({mirror_file})" if mirror_file is not None
+                     else "no mirror set (data.mirror or STRUCTPRED_MIRROR)")
+            raise _missing(source, rf, url, f"{tried} and the download failed ({exc})") from exc
         if rf.decompressed_sha256 is not None:
             # URL serves the uncompressed content: verify it, then store it gzipped.
             actual = sha256_file(tmp)
@@ -273,7 +277,7 @@ def fetch(
         if mfile is not None and mfile.is_file():
             _from_mirror(source, rf, mfile, target)
         else:
-            _from_url(source, rf, target, _url_for(rf, base_url), retries, timeout)
+            _from_url(source, rf, target, _url_for(rf, base_url), retries, timeout, mfile)
         stamp[rf.path] = sha256_file(target)
     write_text(dest / STAMP, json.dumps(stamp, indent=1, sort_keys=True) + "\n")
     log.info("%s: %d files verified in %s", source.name, len(stamp), dest)

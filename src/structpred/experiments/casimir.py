@@ -195,7 +195,7 @@ def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_ev
 class CurveFigures(Experiment):
     """An experiment of Casimir's figures: its report module (:meth:`report`) gives the table
     (``render_table``), the summary ``summary_figure``, and the per-epoch ``curve_table`` and
-    ``curve_figure``; there are no paired tests."""
+    ``curve_figure``; there are no paired tests (NER's figures have them: :class:`NerFigures`)."""
 
     def report(self):
         """The module of the report hooks (imported when the report needs it: jobs do not)."""
@@ -226,6 +226,21 @@ class NerFigures(CurveFigures):
     needs = ("view",)
     key = ("figure", "c", "method", "variant", "metric")
     count = "n_seeds"
+
+    def tests(self, selected, config):
+        """Every pair of a panel's runs (task = figure, dataset = c, method = method and variant),
+        by a two-sided Wilcoxon signed-rank test over the seeds (seed k of both runs draws the
+        same sample order) on the train objective at the end of the budget; a panel of one seed
+        has no test."""
+        from structpred.report.significance import BEST_COLUMNS, best_tests
+
+        final = selected[(selected["metric"] == "train_objective") & (selected["figure"] != "tune")]
+        variant = final["variant"].astype(object).where(final["variant"].notna(), "").astype(str)
+        frame = final.assign(task=final["figure"], dataset=final["c"].map(c_label),
+                             method=(final["method"] + " " + variant).str.strip())
+        seeds = frame.groupby(["task", "dataset"])["split"].transform("nunique")
+        frame = frame[seeds > 1]
+        return best_tests(frame) if not frame.empty else pd.DataFrame(columns=BEST_COLUMNS)
 
     def report(self):
         from structpred.experiments import casimir_report

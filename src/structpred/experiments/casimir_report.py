@@ -7,12 +7,12 @@ from __future__ import annotations
 import html
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FormatStrFormatter
 
 from structpred.experiments.casimir_names import METHODS, NER_MEASURES, c_label
-from structpred.report.figures import save_figure
+from structpred.report.figures import method_colour, save_figure
 from structpred.report.cells import fmt
 
 RUN = ["figure", "c", "method", "variant"]
@@ -80,8 +80,13 @@ def render_table(table: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
+LINESTYLES = ("-", "--", ":", "-.")
+
+
 def summary_figure(table: pd.DataFrame, path) -> None:
-    """Bars of the final train objective and testb token F1 of each figure's runs."""
+    """Bars of the final train objective and testb token F1 of each figure's runs, one colour per
+    method (as in every figure), each bar's value written at its end; the F1 axis spans the values
+    (they differ in the second decimal), the objective's starts at 0."""
     figures = list(dict.fromkeys(table["figure"]))
     fig, axes = plt.subplots(len(figures), 2, figsize=(12, 3.2 * len(figures)), squeeze=False)
     for row, figure in zip(axes, figures):
@@ -91,13 +96,19 @@ def summary_figure(table: pd.DataFrame, path) -> None:
         for ax, metric in zip(row, ("train_objective", "testb_token_f1")):
             sel = part[part["metric"] == metric].assign(variant=lambda f: f["variant"].map(_variant))
             sel = sel.set_index(["c", "method", "variant"]).reindex(runs)
-            ax.barh(np.arange(len(runs)), sel["mean"], xerr=sel["std"], capsize=2)
+            ax.barh(np.arange(len(runs)), sel["mean"], xerr=sel["std"], capsize=2,
+                    color=[method_colour(m) for _, m, _ in runs])
+            for y, (value, spread) in enumerate(zip(sel["mean"], sel["std"].fillna(0.0))):
+                if pd.notna(value):
+                    ax.text(value + spread, y, f" {value:.3f}", va="center", fontsize=6)
             ax.set_yticks(np.arange(len(runs)), labels, fontsize=7)
             ax.invert_yaxis()
             ax.set_title(f"{PANEL_TITLES.get(figure, figure)}: {COLUMNS[metric]}", fontsize=9)
-            if metric == "train_objective":
-                ax.set_xscale("log")
-                ax.xaxis.set_minor_formatter(NullFormatter())   # minor ticks' labels overlapped
+            values = sel["mean"].dropna()
+            if metric != "train_objective" and not values.empty:
+                ax.set_xlim(max(0.0, values.min() - 0.05), min(1.0, values.max() + 0.03))
+            elif not values.empty:
+                ax.set_xlim(0.0, 1.15 * (values + sel["std"].fillna(0)).max())
     fig.tight_layout()  # no title over the panel above's axis label
     save_figure(fig, path)
 
@@ -123,17 +134,19 @@ def curve_table(histories: pd.DataFrame) -> pd.DataFrame:
     return keys[out.columns].reset_index(drop=True)
 
 
-def band(ax, line: pd.DataFrame, name: str) -> None:
+def band(ax, line: pd.DataFrame, name: str, colour: str, style: str = "-") -> None:
     """One run's curve: its mean over seeds against oracle calls / n, with a +-1 std band."""
     line = line.sort_values("pass")
     x, m, s = line["oracle_calls_per_n"], line["mean"], line["std"]
-    (handle,) = ax.plot(x, m, label=name, lw=1.2)
-    ax.fill_between(x, m - s, m + s, color=handle.get_color(), alpha=0.2, lw=0)
+    ax.plot(x, m, label=name, lw=1.2, color=colour, ls=style)
+    ax.fill_between(x, m - s, m + s, color=colour, alpha=0.2, lw=0)
 
 
 def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
     """One of the paper's panels: a row per c, the train objective (log scale) and the testb
-    token F1 against oracle calls / n, mean over seeds with a +-1 std band."""
+    token F1 against oracle calls / n, mean over seeds with a +-1 std band; a method's colour is
+    its colour in every figure, its variants (the panel's sweep) differ by line style.  The paper
+    gives these panels as figures only, with no numbers to plot beside ours."""
     part = curves[curves["figure"] == panel].assign(variant=lambda f: f["variant"].map(_variant))
     cs = sorted(dict.fromkeys(part["c"]), key=lambda c: -float(c))
     fig, axes = plt.subplots(max(len(cs), 1), 2, figsize=(11, 3.3 * max(len(cs), 1)), squeeze=False)
@@ -141,11 +154,21 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
         sub = part[part["c"] == c]
         for ax, measure, label in ((row[0], "train_objective", "train objective"),
                                    (row[1], "testb_token_f1", "testb token F1")):
+            seen: dict[str, int] = {}
             for (_, method, variant) in _runs(sub):
                 line = sub[(sub["method"] == method) & (sub["variant"] == variant) & (sub["measure"] == measure)]
-                band(ax, line, f"{method} {variant}".strip())
+                style = LINESTYLES[seen.setdefault(method, 0) % len(LINESTYLES)]
+                seen[method] += 1
+                band(ax, line, f"{method} {variant}".strip(), method_colour(method), style)
             if measure == "train_objective":
                 ax.set_yscale("log")
+                ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))   # 2, 3, not 2 x 10^0
+                ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+                ax.tick_params(axis="y", which="minor", labelsize=7)
+            else:   # the final F1s differ in the second decimal: zoom on them, the first passes leave the axis
+                last = sub[sub["measure"] == measure].sort_values("pass").groupby(["method", "variant"])["mean"].last()
+                if not last.empty:
+                    ax.set_ylim(max(0.0, last.min() - 0.1), min(1.0, last.max() + 0.03))
             ax.set_xlabel("oracle calls / n")
             ax.set_ylabel(label)
             ax.set_title(f"{PANEL_TITLES.get(panel, panel)}, lam = {c_label(c)}/n", fontsize=9)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from structpred.experiments.casimir_names import METHODS, VOC_MEASURES
 from structpred.experiments.casimir_report import band
-from structpred.report.figures import save_figure
+from structpred.report.figures import method_colour, save_figure
 from structpred.report.cells import fmt
 
 #: a run of the curve table: the devkit (voc2007 or synthetic), the class, the method
@@ -103,8 +103,8 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
     figure, _, cls = panel.partition("_") if panel.startswith("fig") else ("fig3", "", panel)
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
     for ax, (measure, label) in zip(axes, PANELS):
-        for method in _methods(part):
-            band(ax, part[(part["method"] == method) & (part["measure"] == measure)], method)
+        for i, method in enumerate(_methods(part)):
+            band(ax, part[(part["method"] == method) & (part["measure"] == measure)], method, method_colour(method, i))
         if measure == "train_objective":
             ax.set_yscale("log")
         ax.set_xlabel("oracle calls / n")

@@ -20,8 +20,9 @@ paired tests ``<table>_tests.csv``, its grid-edge table ``<table>_selection.csv`
   larger of their standard deviations) or ``not_flat``;
 * ``curve``: two curves of mean and spread over seeds against oracle calls per n, each read as
   what a run has after ``x`` calls (its last evaluation at or before ``x``): ``below`` = a's mean
-  is at most b's at every common budget from some budget on, and below it by more than both
-  spreads at the last common budget; ``not_worse`` = at the last common budget, a is no worse than
+  is at most b's at every common budget from some budget on, and below it at the last common
+  budget by more than both spreads or by the table's paired test over seeds (p < alpha, when the
+  experiment's tests table pairs the two runs: task = figure, dataset = c); ``not_worse`` = at the last common budget, a is no worse than
   b by more than the tolerance (``better``: lower or higher values are better).
 
 Verdicts: ``reproduced``; ``reproduced under <table>`` (fails on the claim's table, holds on one
@@ -447,13 +448,36 @@ def check_curve(tables: Tables, name: str, check: dict, settings: dict) -> Outco
     below = [sign * (_at(ca, x)[0] - _at(cb, x)[0]) <= 0 for x in grid]
     start = next((grid[i] for i in range(len(grid)) if all(below[i:])), None)
     separated = sign * (ma - mb) < -(sa + sb)
+    paired = _paired_p(tables.get(name, "_tests"), base, check["rows_a"], check["rows_b"], check["metric"])
+    significant = paired is not None and paired[1] < settings["alpha"]
     word = "below" if sign > 0 else "above"
     if start is None:
         test = f"{la} not {word} {lb} at the last common budget"
     else:
         test = (f"{la} at or {word} {lb} from {start:g} calls/n on; "
                 + ("apart by more than the spreads at the end" if separated else "not apart by the spreads at the end"))
-    return Outcome(bool(separated and start is not None), ours, "", test, "from some budget on, and apart at the end")
+    if paired is not None:
+        test += f"; paired Wilcoxon over {paired[0]} seeds at the end p = {paired[1]:.2g}"
+    return Outcome(bool((separated or significant) and start is not None), ours, "", test,
+                   f"from some budget on, and apart at the end (by the spreads, or paired p < {settings['alpha']:g})")
+
+
+def _paired_p(tests: pd.DataFrame | None, base: dict, rows_a: dict, rows_b: dict, metric: str):
+    """(seeds, p) of the paired test of two curve runs at the end of their budget, from the
+    experiment's tests table (task = figure, dataset = c, method = method and variant), or None."""
+    if tests is None or tests.empty or "figure" not in base or "c" not in base:
+        return None
+
+    def label(rows):
+        return " ".join(str(rows[k]) for k in ("method", "variant") if rows.get(k) not in (None, ""))
+
+    a, b = label({**base, **rows_a}), label({**base, **rows_b})
+    same = tests[(tests["task"].astype(str) == str(base["figure"])) & (tests["metric"] == metric)
+                 & (tests["dataset"].astype(float) == float(base["c"]))]
+    pair = same[((same["method_a"] == a) & (same["method_b"] == b)) | ((same["method_a"] == b) & (same["method_b"] == a))]
+    if pair.empty:
+        return None
+    return int(pair["n_splits"].iloc[0]), float(pair["p_value"].iloc[0])
 
 
 CHECKS = {"value": check_value, "order": check_order, "best": check_best, "trend": check_trend,

@@ -21,6 +21,7 @@ from structpred.experiments.registry import get
 from structpred.experiments.results import read_results
 from structpred.io import write_text
 from structpred.report import provenance
+from structpred.report.departures import fill as fill_departure
 from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, summary
 from structpred.report.selection import edge_notes
 
@@ -152,8 +153,10 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
                         if not test_table.empty else "") + "</p>")
         departures = config.get(name, {}).get("departures", []) if isinstance(config.get(name), dict) else []
         if departures:
+            tables_by_name = {n: t for n, (t, _) in loaded.items()}
             parts.append("<p>Departures from the paper:</p><ul>"
-                         + "".join(f"<li>{html.escape(d)}</li>" for d in departures) + "</ul>")
+                         + "".join(f"<li>{html.escape(fill_departure(d, table, tables_by_name))}</li>"
+                                   for d in departures) + "</ul>")
         parts.append(experiment.page(table, test_table, loaded, config))
         selection = Path(table_path).with_name(f"{name}_selection.csv")
         parts.append(grid_edge_note(selection, rel(selection)))

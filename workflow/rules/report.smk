@@ -100,7 +100,7 @@ rule claims:
         tables=expand(rules.aggregate.output, experiment=config["experiments"]),
         curves=lambda wc: curve_tables(),
     output:
-        report(f"{REPORT_DIR}/tables/claims.csv", caption="../report/table.rst", category="Tables"),
+        report(f"{REPORT_DIR}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
     log:
         "logs/report/claims.log",
     threads: 1

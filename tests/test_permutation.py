@@ -127,6 +127,39 @@ def test_sinkhorn_kl_projection_vs_cvxpy_and_pot():
     assert F.min() >= 0
 
 
+@pytest.mark.parametrize("case", ["plain", "absorb", "lost", "huge scores"])
+def test_scaled_sinkhorn_is_the_log_domain_projection(case):
+    """sinkhorn_scaled runs sinkhorn_log's iterations (same sweep count and stopping error) with
+    multiplies: a column 150 nats below the rest drives its scaling past 1e50 (absorbed into the
+    potentials), one 600 nats below underflows the kernel (the log domain takes over); the
+    projections agree to round-off (huge scores too, unconverged after 5000 sweeps) and are doubly
+    stochastic, from a cold and a warm start."""
+    rng = np.random.default_rng(1)
+    M = 7
+    Z = rng.normal(scale=2.0, size=(M, M))
+    if case == "absorb":
+        Z[:, 2] -= 150.0
+    elif case == "lost":
+        Z[:, 2] -= 600.0
+    elif case == "huge scores":
+        Z = rng.normal(scale=400.0, size=(M, M))
+    for warm in (False, True):
+        f, g, L = np.zeros(M), np.zeros(M), np.empty((M, M))
+        if warm:
+            g[:] = rng.normal(size=M)
+        f2, g2, L2 = f.copy(), g.copy(), np.empty((M, M))
+        it, err = PK.sinkhorn_log(Z, f, g, 5000, 1e-12, L)
+        it2, err2 = PK.sinkhorn_scaled(Z, f2, g2, 5000, 1e-12, L2, np.empty((M, M)), np.empty(M), np.empty(M), np.empty(M))
+        # the stopping test may fall one sweep apart at round-off near the tolerance
+        assert abs(it2 - it) <= 1 and (err2 <= 1e-12 or it2 == 5000)
+        assert it2 != it or err2 == pytest.approx(err, rel=1e-3, abs=5e-13)
+        P, P2 = np.exp(L), np.exp(L2)
+        np.testing.assert_allclose(P2, P, atol=1e-11)
+        np.testing.assert_allclose(P2.sum(0), 1.0, atol=1e-13)
+        np.testing.assert_allclose(P2.sum(1), 1.0, atol=max(1e-11, 2 * err2))
+        np.testing.assert_allclose(L2 - Z, (f2[:, None] + g2[None, :]), atol=1e-9 * max(1.0, np.abs(L2 - Z).max()))
+
+
 # --- max-min oracle --------------------------------------------------------------------
 
 @pytest.mark.parametrize("M", [3, 4, 5])

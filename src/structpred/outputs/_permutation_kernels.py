@@ -2,8 +2,10 @@
 
 Matrices are ``(M, M)`` views of the flattened embedding ``phi(y) = vec(P_y)`` (row-major,
 ``P[j, y[j]] = 1``).  The entropic (KL) projection onto the doubly stochastic matrices is
-computed by log-domain Sinkhorn iterations (Cuturi 2013) on dual potentials ``f`` (rows)
-and ``g`` (columns): ``P = exp(Z + f 1^T + 1 g^T)``.  The potentials are kept between
+computed by Sinkhorn iterations (Cuturi 2013) on dual potentials ``f`` (rows) and ``g``
+(columns): ``P = exp(Z + f 1^T + 1 g^T)``, in the scaled domain with absorption
+(:func:`sinkhorn_scaled`, multiplies instead of exps), falling back to the log domain
+(:func:`sinkhorn_log`) where the scaled kernel underflows.  The potentials are kept between
 calls as a warm start.
 
 The Hungarian steps (decode, loss-augmented decode, the exact duality gap) run in scipy,
@@ -68,6 +70,89 @@ def sinkhorn_log(Z, f, g, max_iter, tol, out):
     return it, err
 
 
+#: a scaling vector entry outside [1 / _ABSORB, _ABSORB] is absorbed into the log potentials
+#: (and the kernel recomputed), so the kept kernel entries stay far above the subnormal range
+_ABSORB = 1e50
+#: a column sum of the scaled kernel below this has lost its entries to underflow: the
+#: projection goes on in the log domain
+_LOST = 1e-200
+
+
+@njit(cache=True)
+def _scaled_kernel(Z, f, g, K):
+    """``f_i = -max_j (Z_ij + g_j)`` and ``K = exp(Z + f 1^T + 1 g^T)``: every row's largest entry is
+    1, so nothing overflows and every row sum is in ``[1, M]``."""
+    M = Z.shape[0]
+    for i in range(M):
+        m = -np.inf
+        for j in range(M):
+            m = max(m, Z[i, j] + g[j])
+        f[i] = -m
+        for j in range(M):
+            K[i, j] = np.exp(Z[i, j] + g[j] - m)
+
+
+@njit(cache=True)
+def sinkhorn_scaled(Z, f, g, max_iter, tol, out, K, u, v, cs):
+    """:func:`sinkhorn_log`'s projection and stopping rule in the scaled domain: the same
+    alternation on ``P = diag(u) K diag(v)`` with ``K = exp(Z + f 1^T + 1 g^T)`` computed once
+    (:func:`_scaled_kernel`), so a sweep costs ``2 M^2`` multiply-adds and ``2 M`` divisions
+    instead of ``2 M^2`` exps.  A column scaling entry leaving ``[1e-50, 1e50]`` is absorbed into
+    ``g`` and the kernel recomputed; a column whose scaled sum falls below ``1e-200``
+    (its entries lost to underflow) hands the rest of the iterations to :func:`sinkhorn_log`
+    from the potentials the sweep started from, i.e. on the log domain's own path.  ``K (M, M)``,
+    ``u``, ``v``, ``cs`` ``(M,)`` are work arrays.
+    Returns ``(iterations, error)`` as :func:`sinkhorn_log`."""
+    M = Z.shape[0]
+    _scaled_kernel(Z, f, g, K)
+    for i in range(M):
+        u[i] = 1.0
+        v[i] = 1.0
+    err = np.inf
+    it = 0
+    while it < max_iter:
+        for i in range(M):          # rows: u = 1 / (K v)
+            s = 0.0
+            for j in range(M):
+                s += K[i, j] * v[j]
+            u[i] = 1.0 / s
+        lost = False
+        for j in range(M):          # columns: K^T u (the sums before the update are cs v)
+            s = 0.0
+            for i in range(M):
+                s += K[i, j] * u[i]
+            cs[j] = s
+            lost = lost or not s > _LOST
+        if lost:                    # from this sweep's start (g and v), the log domain does the rest
+            for j in range(M):
+                g[j] += np.log(v[j])
+            rest, err = sinkhorn_log(Z, f, g, max_iter - it, tol, out)
+            return it + rest, err
+        err = 0.0
+        for j in range(M):
+            err = max(err, abs(cs[j] * v[j] - 1.0))
+            v[j] = 1.0 / cs[j]
+        it += 1
+        if err <= tol:
+            break
+        big = False
+        for j in range(M):
+            big = big or v[j] > _ABSORB or v[j] < 1.0 / _ABSORB
+        if big:                     # absorb v into g and recompute the kernel (u follows from v: its
+            for j in range(M):      # entries stay in [1e-50, M] while v's do)
+                g[j] += np.log(v[j])
+                v[j] = 1.0
+            _scaled_kernel(Z, f, g, K)
+    for i in range(M):
+        f[i] += np.log(u[i])
+    for j in range(M):
+        g[j] += np.log(v[j])
+    for i in range(M):
+        for j in range(M):
+            out[i, j] = Z[i, j] + f[i] + g[j]
+    return it, err
+
+
 @njit(cache=True)
 def round_birkhoff(F):
     """Round a positive matrix onto the Birkhoff polytope in place (Altschuler, Weed and
@@ -119,12 +204,12 @@ def _exp_into(L, out):
 
 
 @njit(cache=True)
-def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work):
+def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work, vec):
     """SP-MP (M4N Algorithm 2) for ``max_P min_Q -<Q, P>/M + <V, P>`` on Birkhoff^2.
 
     Mirror map: entropy of the marginals ``H(P) = -sum P_ij log P_ij`` (M4N eq. 38) for
     both players, so every step is a KL projection ``P <- Proj(P_c * exp(eta g))``
-    computed by :func:`sinkhorn_log`.  Gradients: ``V - Q/M`` for the max player ``P``
+    computed by :func:`sinkhorn_scaled`.  Gradients: ``V - Q/M`` for the max player ``P``
     (ascent), ``-P/M`` for the min player ``Q`` (descent).
 
     ``lP``/``lQ`` (M, M): log of the current (full-step) iterates, read as the start and
@@ -132,7 +217,8 @@ def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work):
     ``(f, g)`` of the half-step and of the full-step projection of each player, read as
     warm start and overwritten.  ``P_bar``/``Q_bar`` receive the average of the half-step
     (extrapolated) points, which Theorem G.1 certifies, rounded exactly onto the Birkhoff
-    polytope (:func:`round_birkhoff`).  ``work`` is a ``(6, M, M)`` scratch array.
+    polytope (:func:`round_birkhoff`).  ``work`` is a ``(7, M, M)`` and ``vec`` a ``(3, M)``
+    scratch array.  The projections run in the scaled domain (:func:`sinkhorn_scaled`).
     Returns the total number of Sinkhorn iterations.
     """
     M = V.shape[0]
@@ -143,6 +229,7 @@ def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work):
     Ph = work[3]
     Qh = work[4]
     L = work[5]
+    K, u, v, cs = work[6], vec[0], vec[1], vec[2]
     _exp_into(lP, P)
     _exp_into(lQ, Q)
     for i in range(M):
@@ -155,13 +242,13 @@ def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work):
         for i in range(M):
             for j in range(M):
                 Z[i, j] = lP[i, j] + eta * (V[i, j] - invM * Q[i, j])
-        s, _ = sinkhorn_log(Z, potP[0], potP[1], max_sink, tol, L)
+        s, _ = sinkhorn_scaled(Z, potP[0], potP[1], max_sink, tol, L, K, u, v, cs)
         sweeps += s
         _exp_into(L, Ph)
         for i in range(M):
             for j in range(M):
                 Z[i, j] = lQ[i, j] + eta * invM * P[i, j]
-        s, _ = sinkhorn_log(Z, potQ[0], potQ[1], max_sink, tol, L)
+        s, _ = sinkhorn_scaled(Z, potQ[0], potQ[1], max_sink, tol, L, K, u, v, cs)
         sweeps += s
         _exp_into(L, Qh)
         for i in range(M):
@@ -172,12 +259,12 @@ def spmp(V, eta, n_iter, max_sink, tol, lP, lQ, potP, potQ, P_bar, Q_bar, work):
         for i in range(M):
             for j in range(M):
                 Z[i, j] = lP[i, j] + eta * (V[i, j] - invM * Qh[i, j])
-        s, _ = sinkhorn_log(Z, potP[2], potP[3], max_sink, tol, lP)
+        s, _ = sinkhorn_scaled(Z, potP[2], potP[3], max_sink, tol, lP, K, u, v, cs)
         sweeps += s
         for i in range(M):
             for j in range(M):
                 Z[i, j] = lQ[i, j] + eta * invM * Ph[i, j]
-        s, _ = sinkhorn_log(Z, potQ[2], potQ[3], max_sink, tol, lQ)
+        s, _ = sinkhorn_scaled(Z, potQ[2], potQ[3], max_sink, tol, lQ, K, u, v, cs)
         sweeps += s
         _exp_into(lP, P)
         _exp_into(lQ, Q)
@@ -202,11 +289,12 @@ def spmp_batch(V, eta, n_iter, max_sink, tol, LP, LQ, POTP, POTQ, PB, QB):
     """Row-wise :func:`spmp` on ``(n, M, M)`` arrays with per-row projection tolerances
     ``tol (n,)``; returns Sinkhorn sweeps per row."""
     n, M = V.shape[0], V.shape[1]
-    work = np.empty((6, M, M))
+    work = np.empty((7, M, M))
+    vec = np.empty((3, M))
     sweeps = np.empty(n, dtype=np.int64)
     for r in range(n):
         sweeps[r] = spmp(V[r], eta, n_iter, max_sink, tol[r], LP[r], LQ[r], POTP[r], POTQ[r],
-                         PB[r], QB[r], work)
+                         PB[r], QB[r], work, vec)
     return sweeps
 
 

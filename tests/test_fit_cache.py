@@ -86,3 +86,36 @@ def test_kept_fits_round_trip_exactly(tmp_path):
     assert rec == record and list(rec) == list(record)          # values and key order
     pd.testing.assert_frame_equal(hist, history)
     assert FitCache(tmp_path, {"a": 2}).load(0.1) is None
+
+
+def test_a_job_stopped_inside_a_fit_resumes_after_its_last_pass(split_file, tmp_path, monkeypatch):
+    """The session ends in the middle of the second lambda's fit, after its second pass: the rerun
+    takes the first fit from the cache, the second from its per-pass checkpoint (two passes left),
+    and writes the job's bytes of a run through; the checkpoint is gone once the fit is kept."""
+    import structpred.solvers.driver as driver
+
+    exp, kw = get("m4n_table1"), dict(seed=0, dataset="toy", method="M4N", split=0)
+    (tmp_path / "through").mkdir()
+    through = job_bytes(tmp_path / "through", *exp.run({"features": split_file}, SETTINGS, **kw))
+
+    real_save, seen, stop = driver.save_checkpoint, [], [True]
+
+    def save_then_stop(path, saved):
+        real_save(path, saved)
+        seen.append((path.name, saved["pass"]))
+        if stop[0] and path.name == "lam=0.125.passes.pkl" and saved["pass"] == 2:
+            stop[0] = False
+            raise SessionEnds
+
+    monkeypatch.setattr(driver, "save_checkpoint", save_then_stop)
+    ckpt = tmp_path / "split0.fits"
+    with pytest.raises(SessionEnds):
+        exp.run({"features": split_file}, SETTINGS, checkpoint=ckpt, **kw)
+    (folder,) = list(ckpt.iterdir())
+    assert (folder / "lam=0.125.passes.pkl").is_file() and not (folder / "lam=0.5.passes.pkl").exists()
+    seen.clear()
+    (tmp_path / "resumed").mkdir()
+    resumed = job_bytes(tmp_path / "resumed", *exp.run({"features": split_file}, SETTINGS, checkpoint=ckpt, **kw))
+    assert [p for name, p in seen if name == "lam=0.125.passes.pkl"] == [3, 4]   # resumed after pass 2
+    assert resumed == through
+    assert not list(folder.glob("*.passes.pkl"))

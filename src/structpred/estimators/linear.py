@@ -54,12 +54,15 @@ def _solver(name, block_rule: str) -> str:
 class _LinearStructured(AtomicFit, BaseEstimator):
     """Shared fit / predict: subclasses give ``_surrogate(space)`` and ``_rule(surrogate)``."""
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, checkpoint=None):
         """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss.  A fit
-        that fails leaves the estimator as it was (:class:`~structpred._fitting.AtomicFit`)."""
-        return super().fit(X, y, X_val=X_val, y_val=y_val)
+        that fails leaves the estimator as it was (:class:`~structpred._fitting.AtomicFit`).
+        ``checkpoint``: a file the solver's state is saved to after every pass; a fit that finds
+        one of the same problem resumes after its last pass (:func:`structpred.solvers.driver.run`),
+        so a long fit can run in pieces."""
+        return super().fit(X, y, X_val=X_val, y_val=y_val, checkpoint=checkpoint)
 
-    def _fit(self, X, y, X_val=None, y_val=None):
+    def _fit(self, X, y, X_val=None, y_val=None, checkpoint=None):
         _refuse_sparse(X, "X")
         if y is None:
             raise StructpredError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -77,10 +80,11 @@ class _LinearStructured(AtomicFit, BaseEstimator):
         self.surrogate_ = surrogate
         res = run(rule, problem, n_passes=self.n_passes, random_state=self.random_state,
                   eval_every=self.eval_every, rtol=getattr(self, "rtol", None), X_val=X_val, y_val=y_val,
-                  verbose=self.verbose)
+                  verbose=self.verbose, checkpoint=checkpoint)
         self.coef_ = res.W
         self.dual_ = res.mu
         self.solver_state_ = res.state
+        self.resumed_seconds_ = res.resumed_seconds   # training time of the checkpoint's earlier run
         self.history_ = pd.DataFrame(res.history)
         return self
 

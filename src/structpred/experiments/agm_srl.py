@@ -106,7 +106,8 @@ class SemanticRoleLabelling(Experiment):
     def settings(self, config, dataset, method):
         return {k: self.block(config)[k] for k in self.KEYS}
 
-    resumable = True   # each lambda's fit is kept (its devel and test losses): a stopped job resumes
+    resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
+    # solver state after every pass: a stopped job resumes
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
         from structpred.data.srl import class_order
@@ -129,9 +130,10 @@ class SemanticRoleLabelling(Experiment):
         for lam in settings["lambdas"]:
             kept = None if cache is None else cache.load(lam)
             if kept is None:
-                start = time.perf_counter()
-                model = estimator(method, space, lam, settings, fit_seed).fit(data["train"].X, data["train"].y)
-                seconds = time.perf_counter() - start
+                start = time.perf_counter()   # a fit stopped midway resumes after its last pass
+                model = estimator(method, space, lam, settings, fit_seed).fit(
+                    data["train"].X, data["train"].y, checkpoint=None if cache is None else cache.in_progress(lam))
+                seconds = time.perf_counter() - start + model.resumed_seconds_
                 val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
                 per_tree, node = tree_losses(space, data["test"].y, predict(method, model, space, data["test"].X))
                 kept = ({"lam": float(lam), "val_loss": val, "seconds": seconds, "node_loss": node,

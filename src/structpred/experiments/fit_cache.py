@@ -2,7 +2,8 @@
 
 A job that fits one model per lambda (M4N Table 1: ten fits of up to an hour each on OCR)
 is only written when its last fit ends; a run cut off by a session's end or a cluster's time
-limit would lose every finished fit.  A :class:`FitCache` keeps each finished fit's record
+limit would lose every finished fit.  An unfinished fit keeps its solver's state after every pass
+in ``lam=<lam>.passes.pkl`` (:meth:`FitCache.in_progress`), so it too resumes where it stopped.  A :class:`FitCache` keeps each finished fit's record
 (JSON, floats at full precision) and history (CSV, full precision) in
 ``<root>/<key digest>/lam=<lam>.json`` and ``.history.csv``; the rerun of the job loads them
 instead of fitting again.  The fits of a grid are independent (each starts from the same seed),
@@ -56,9 +57,17 @@ class FitCache:
         log.info("lam=%g: finished fit read from %s", lam, record_path)
         return json.loads(record_path.read_text(encoding="utf-8")), pd.read_csv(history_path)
 
+    def in_progress(self, lam: float) -> Path:
+        """The per-pass checkpoint of the unfinished fit at ``lam`` (the estimators' ``checkpoint``):
+        a fit stopped midway resumes after its last pass; :meth:`save` removes it."""
+        stem = self._stem(lam)
+        return stem.with_name(stem.name + ".passes.pkl")
+
     def save(self, lam: float, record: dict, history: pd.DataFrame) -> None:
-        """Keep one finished fit (history first: a record is only there with its history)."""
+        """Keep one finished fit (history first: a record is only there with its history) and drop
+        its per-pass checkpoint."""
         stem = self._stem(lam)
         with atomic_open(stem.with_name(stem.name + ".history.csv"), "w", newline="") as fh:
             history.to_csv(fh, index=False, lineterminator="\n")   # shortest round-trip float repr
         write_text(stem.with_name(stem.name + ".json"), json.dumps(record) + "\n")   # key order kept: rows follow it
+        self.in_progress(lam).unlink(missing_ok=True)

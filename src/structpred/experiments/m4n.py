@@ -51,18 +51,20 @@ def table_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_pass
 def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, n_passes: int,
                    oracle_iterations: int, warm_start: bool, random_state: int,
                    eval_every: int = 1, rtol: float | None = None,
-                   options: dict | None = None, space: dict | None = None) -> tuple[dict, pd.DataFrame]:
+                   options: dict | None = None, space: dict | None = None,
+                   checkpoint=None) -> tuple[dict, pd.DataFrame]:
     """Fit one model on ``parts = ((X_tr, y_tr), (X_va, y_va), (X_te, y_te))``; returns its
     record (``lam``, ``val_loss``, ``test_loss``, ``seconds``, the last pass's ``gap`` and
     ``oracle_gap`` for M4N; with ``rtol``, the passes run and the relative gap ``rel_gap``)
-    and its history."""
+    and its history.  ``checkpoint``: the fit's per-pass checkpoint (resumed when present);
+    ``seconds`` then adds the training time its earlier pieces recorded."""
     (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = parts
     est = table_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
                          oracle_iterations=oracle_iterations, warm_start=warm_start,
                          random_state=random_state, eval_every=eval_every, rtol=rtol, options=options, space=space)
     start = time.perf_counter()
-    est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
-    seconds = time.perf_counter() - start
+    est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va, checkpoint=checkpoint)
+    seconds = time.perf_counter() - start + est.resumed_seconds_
     last = est.history_.iloc[-1]
     record = {"lam": float(lam), "val_loss": est.task_loss(X_va, y_va),
               "test_loss": est.task_loss(X_te, y_te), "seconds": seconds, "gap": float(last["gap"])}
@@ -119,7 +121,8 @@ def _fit_or_resume(parts, lam: float, cache, settings: dict) -> tuple[dict, pd.D
     done = cache.load(lam) if cache is not None else None
     if done is not None:
         return done
-    record, history = fit_one_lambda(parts, lam=lam, **settings)
+    record, history = fit_one_lambda(parts, lam=lam, **settings,
+                                     checkpoint=cache.in_progress(lam) if cache is not None else None)
     if cache is not None:
         cache.save(lam, record, history)
     return record, history

@@ -14,6 +14,7 @@ and prox-linear's outer loop is a rule whose ``epoch`` runs an inner solver.
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ import numpy as np
 
 from structpred.errors import StructpredError, check_positive_int
 from structpred.solvers.problem import check_validation
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,12 +36,15 @@ class SolverResult:
     history : list of per-pass dicts (pass, the rule's objectives, oracle_calls, seconds,
         [val_loss]).
     state : rule-specific extra arrays (e.g. the oracle's warm-start state).
+    resumed_seconds : the training time an earlier, interrupted run had recorded in the
+        checkpoint this run resumed from (0 for a run from the start).
     """
 
     W: np.ndarray
     mu: object
     history: list = field(default_factory=list)
     state: dict = field(default_factory=dict)
+    resumed_seconds: float = 0.0
 
 
 class StepRule(ABC):
@@ -53,6 +59,8 @@ class StepRule(ABC):
     """
 
     name = "solver"
+    #: attributes ``init(problem)`` rebuilds: never saved in a checkpoint
+    unsaved = ("problem", "kernels")
     #: sample order of a pass: ``"permutation"`` (each sample once) or ``"uniform"`` (n draws
     #: with replacement, as the Casimir reference code)
     sampling = "permutation"
@@ -79,6 +87,20 @@ class StepRule(ABC):
             raise StructpredError(f"{self.name}: start must have shape {shape}, got {np.shape(self.start)}")
         else:
             self.W = np.array(self.start, dtype=np.float64)
+
+    def checkpoint_state(self) -> dict:
+        """The rule's state after a pass, for :func:`run`'s checkpoint: every attribute but
+        ``unsaved`` (the surrogate's per-sample warm states included)."""
+        return {k: v for k, v in vars(self).items() if k not in self.unsaved}
+
+    def restore_state(self, state: dict) -> None:
+        """Continue from :meth:`checkpoint_state` (after ``init(problem)``); the surrogate object
+        is kept and takes the saved one's state, so whoever holds it sees the resumed state."""
+        state = dict(state)
+        saved = state.pop("surrogate", None)
+        if saved is not None:
+            vars(self.surrogate).update(vars(saved))
+        vars(self).update(state)
 
     def draw_order(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """The samples of the next pass, as ``sampling`` says (a rule may sample adaptively)."""
@@ -179,8 +201,44 @@ def _converged(rec: dict, tol, rtol) -> bool:
     return (tol is not None and rec["gap"] <= tol) or (rtol is not None and rec["gap"] <= rtol * abs(rec["primal"]))
 
 
+def checkpoint_key(rule: StepRule, problem) -> dict:
+    """What a checkpoint must match to be resumed: the rule, the sample count, lambda, the features."""
+    return {"version": 1, "rule": rule.name, "n": int(problem.n), "lam": float(problem.lam),
+            "n_features": int(problem.fmap.n_features)}
+
+
+def load_checkpoint(path, key: dict) -> dict | None:
+    """The saved state of a fit at ``path`` (None when there is none); a file of another fit is
+    an error, never silently resumed."""
+    import pickle
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as fh:
+            saved = pickle.load(fh)
+    except Exception as exc:  # a truncated or foreign file
+        raise StructpredError(f"checkpoint {path} cannot be read ({exc}); delete it to start the fit afresh") from None
+    if not isinstance(saved, dict) or saved.get("key") != key:
+        raise StructpredError(f"checkpoint {path} belongs to another fit ({saved.get('key') if isinstance(saved, dict) else '?'}, "
+                              f"this one is {key}); delete it or give another path")
+    return saved
+
+
+def save_checkpoint(path, saved: dict) -> None:
+    """Write a fit's state atomically (a crash mid-write leaves the previous checkpoint)."""
+    import pickle
+
+    from structpred.io import atomic_open
+
+    with atomic_open(path, "wb") as fh:
+        pickle.dump(saved, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1, tol=None, rtol=None,
-        time_budget=None, X_val=None, y_val=None, evaluate=None, verbose=False) -> SolverResult:
+        time_budget=None, X_val=None, y_val=None, evaluate=None, verbose=False, checkpoint=None) -> SolverResult:
     """Run ``rule`` on ``problem`` for at most ``n_passes`` passes.
 
     A pass is ``n`` steps in the order the rule's ``sampling`` asks for.  The objectives
@@ -190,6 +248,11 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     ``time_budget`` seconds, or when the rule is ``finished`` (that pass is then recorded).  ``evaluate(W)``, when given, returns
     more measures of the weights (held-out objectives, F1 scores) for each record; it is not
     timed as training.
+
+    ``checkpoint``: a file where the rule's state, the sample-order generator, the history and
+    the training time are saved after every pass; a run that finds one of the same fit
+    (:func:`checkpoint_key`) continues after its last pass, with the result the uninterrupted
+    run gives (and ``n_passes`` may be raised to train on).  The file is kept at the end.
     """
     n_passes = check_positive_int(n_passes, "n_passes")
     eval_every = check_positive_int(eval_every, "eval_every")
@@ -203,22 +266,41 @@ def run(rule: StepRule, problem, *, n_passes=50, random_state=None, eval_every=1
     rule.init(problem)
     timer = PassTimer()
     history = []
-    for p in progress(range(1, n_passes + 1), verbose, rule.name):
+    first = 1
+    key = checkpoint_key(rule, problem) if checkpoint is not None else None
+    saved = load_checkpoint(checkpoint, key) if checkpoint is not None else None
+    if saved is not None:
+        rule.restore_state(saved["rule"])
+        rng.bit_generator.state = saved["rng"]
+        history, timer.total, first = saved["history"], saved["seconds"], saved["pass"] + 1
+        log.info("%s: resuming after pass %d from %s", rule.name, saved["pass"], checkpoint)
+        if saved["stopped"]:   # it had stopped (converged, out of time, finished): nothing to add
+            return _resumed(rule.result(history), saved)
+    for p in progress(range(first, n_passes + 1), verbose, rule.name):
         order = rule.draw_order(rng, problem.n)
         with timer:
             rule.start_epoch(p)
             rule.epoch(order)
             rule.end_epoch(p)
         out_of_time = time_budget is not None and timer.total >= float(time_budget)
-        if p % eval_every != 0 and p != n_passes and not out_of_time and not rule.finished:
-            continue
-        rec = {"pass": p, **rule.objectives(), "oracle_calls": rule.oracle_calls, "seconds": timer.total}
-        if val_map is not None:
-            pred = rule.surrogate.predict(val_map.scores(rule.weights()))
-            rec["val_loss"] = float(np.mean(space.loss(y_val, pred)))
-        if evaluate is not None:
-            rec.update(evaluate(rule.weights()))
-        history.append(rec)
-        if out_of_time or rule.finished or ("gap" in rec and _converged(rec, tol, rtol)):
+        stop = False
+        if p % eval_every == 0 or p == n_passes or out_of_time or rule.finished:
+            rec = {"pass": p, **rule.objectives(), "oracle_calls": rule.oracle_calls, "seconds": timer.total}
+            if val_map is not None:
+                pred = rule.surrogate.predict(val_map.scores(rule.weights()))
+                rec["val_loss"] = float(np.mean(space.loss(y_val, pred)))
+            if evaluate is not None:
+                rec.update(evaluate(rule.weights()))
+            history.append(rec)
+            stop = out_of_time or rule.finished or ("gap" in rec and _converged(rec, tol, rtol))
+        if checkpoint is not None:
+            save_checkpoint(checkpoint, {"key": key, "rule": rule.checkpoint_state(), "rng": rng.bit_generator.state,
+                                         "history": history, "seconds": timer.total, "pass": p, "stopped": stop})
+        if stop:
             break
-    return rule.result(history)
+    return _resumed(rule.result(history), saved)
+
+
+def _resumed(result: SolverResult, saved: dict | None) -> SolverResult:
+    result.resumed_seconds = float(saved["seconds"]) if saved is not None else 0.0
+    return result

@@ -84,3 +84,24 @@ def test_a_stopped_job_resumes_from_its_kept_fits(srl_view, tmp_path):
     resumed, _ = run()
     strip = lambda rs: [r for r in rs if r["metric"] != "seconds"]  # noqa: E731
     assert strip(resumed) == strip(rows)
+
+
+def test_lambda_on_a_subsample_then_the_refit_on_more_propositions(srl_view, tmp_path):
+    """refit_train: lambda chosen on 30 training propositions, the final model fit at it on 60
+    (its own kept fit), tested on section 23; without the refit the test rows are the chosen
+    subsample fit's."""
+    exp = get("agm_srl")
+    base = {**exp.settings(CONFIG, "conll2005", "CRF"), "subsample": {"train": 30, "devel": 20, "test.wsj": 20},
+            "n_bits": 10, "lambdas": [1e-2, 1e-3], "n_passes": 2}
+    kw = dict(seed=0, dataset="conll2005", method="CRF", split=0)
+    plain, _ = exp.run({"view": srl_view}, base, **kw)
+    refit, _ = exp.run({"view": srl_view}, {**base, "refit_train": 60}, checkpoint=tmp_path / "fits", **kw)
+    value = lambda rows, metric: [r["value"] for r in rows if r["metric"] == metric]  # noqa: E731
+    assert value(refit, "val_loss") == value(plain, "val_loss")          # the same selection fits
+    chosen = {r["lam"] for r in plain if r["metric"] == "tree_loss"}
+    assert {r["lam"] for r in refit if r["metric"] == "tree_loss"} == chosen
+    assert value(refit, "refit_train_propositions") == [60.0]
+    assert value(refit, "tree_loss") != value(plain, "tree_loss") and len(value(refit, "tree_loss")) == 20
+    assert len(list((tmp_path / "fits").iterdir())) == 2                 # the grid's fits and the refit's
+    again, _ = exp.run({"view": srl_view}, {**base, "refit_train": 60}, checkpoint=tmp_path / "fits", **kw)
+    assert again == refit                                                # everything read back

@@ -56,8 +56,8 @@ def test_paper_config_drysnakemake(workdir):
     n_tuned = 3 * 50 + 10 * (15 + 12 + 4 + 12 + 6)
     # one generic job rule: the audit (24 views), the M4N tables, AGM's 4 x 20 splits and 4 SRL methods,
     # Casimir's runs, QS
-    # AGM SRL over 5 class orders x 4 methods
-    n_orders = 5 * 4
+    # AGM SRL over 5 class orders x 4 methods, and with the final fits on the whole training set (4 methods)
+    n_orders = 5 * 4 + 4
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
                                  + n_converged + n_voc + n_code + n_tuned + n_orders)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
@@ -234,6 +234,10 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert movies["mean"].between(0.2, 0.6).all()  # a random ranking scores about 0.5
     assert movies.loc[movies["method"] != "Popularity", "reference"].notna().all()
 
+    full = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl_full.csv")
+    assert set(full["method"]) == {"AGM", "CRF"}
+    job = pd.read_csv(workdir / "results" / "agm_srl_full" / "conll2005" / "AGM" / "split0.csv")
+    assert job.loc[job["metric"] == "refit_train_propositions", "value"].tolist() == [120.0]
     orders = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl_orders.csv")
     assert set(orders["dataset"]) == {"order0", "order1"} and set(orders["method"]) == {"AGM", "CRF"}
     assert "figures/agm_srl_orders.png" in html

@@ -5,8 +5,10 @@ A2, R-A0, R-A1, R-A2, R, O, V; :mod:`structpred.data.srl`), with hashed node and
 (:mod:`structpred.features.srl`, the ``tree_hashed`` joint map) and the ordinal (absolute)
 node loss after a seeded random order of the classes, as the paper: the labels are replaced by
 their rank in that order, so the loss is the absolute loss on ranks (which the exact game solves).  Train on sections 02-21
-(``train_subsample`` propositions drawn with the seed when set), lambda by the devel section
-(24), test on section 23 (``test.wsj``).
+(``subsample`` propositions drawn with the seed when set), lambda by the devel section
+(24), test on section 23 (``test.wsj``).  With ``refit_train`` (a number of propositions, or
+``all``), the model at the chosen lambda is fit again on that many training propositions and
+tested: lambda chosen on a subsample, the final fit on the full set (each fit resumable per pass).
 
 Methods: ``AGM`` (the adversarial game, solved exactly (``game``), AdaGrad, argmax prediction),
 ``CRF`` (SDCA, Bayes decoding for the loss), ``SSVM`` (the structured hinge with the loss, BCFW),
@@ -89,7 +91,7 @@ class SemanticRoleLabelling(Experiment):
     title = "AGM (NeurIPS 2018) Table 2: semantic role labelling (CoNLL-2005, section 23), average tree loss"
     needs = ("view",)
     KEYS = ("subsample", "n_bits", "class_order_seed", "lambdas", "n_passes", "adagrad_step", "game",
-            "oracle_iterations")
+            "oracle_iterations", "refit_train")
 
     single_selection = True  # one lambda per method for every test tree
 
@@ -104,7 +106,8 @@ class SemanticRoleLabelling(Experiment):
         return "conll2005"
 
     def settings(self, config, dataset, method):
-        return {k: self.block(config)[k] for k in self.KEYS}
+        block = self.block(config)
+        return {k: block[k] for k in self.KEYS if k in block}
 
     resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
     # solver state after every pass: a stopped job resumes
@@ -126,13 +129,13 @@ class SemanticRoleLabelling(Experiment):
         cache = None if checkpoint is None else FitCache(
             checkpoint, {"experiment": self.name, "dataset": dataset, "method": method, "seed": seed,
                          "settings": settings}, [inputs["view"]])
-        records, histories = [], []
-        for lam in settings["lambdas"]:
+        def fit(train, lam, cache):
+            """One fit at ``lam`` on ``train`` (or its kept result), with its devel and test losses."""
             kept = None if cache is None else cache.load(lam)
             if kept is None:
                 start = time.perf_counter()   # a fit stopped midway resumes after its last pass
                 model = estimator(method, space, lam, settings, fit_seed).fit(
-                    data["train"].X, data["train"].y, checkpoint=None if cache is None else cache.in_progress(lam))
+                    train.X, train.y, checkpoint=None if cache is None else cache.in_progress(lam))
                 seconds = time.perf_counter() - start + model.resumed_seconds_
                 val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
                 per_tree, node = tree_losses(space, data["test"].y, predict(method, model, space, data["test"].X))
@@ -140,25 +143,45 @@ class SemanticRoleLabelling(Experiment):
                          "tree_losses": [float(v) for v in per_tree]}, model.history_)
                 if cache is not None:
                     cache.save(lam, *kept)
-            record, history = kept
+            return kept
+
+        records, histories = [], []
+        for lam in settings["lambdas"]:
+            record, history = fit(data["train"], lam, cache)
             log.info("%s lam=%g: devel tree loss %.4f (%.1fs)", method, lam, record["val_loss"], record["seconds"])
             records.append(record)
             histories.append(history)
         best = select_first_min([r["val_loss"] for r in records])
-        lam, per_tree, node = records[best]["lam"], np.asarray(records[best]["tree_losses"]), records[best]["node_loss"]
+        final, final_history, refit_rows = records[best], histories[best], []
+        if settings.get("refit_train") is not None:
+            # lambda chosen on the (subsampled) training set above; the final model refit at it on more
+            refit_settings = {**settings, "subsample": {**(settings.get("subsample") or {}),
+                                                        "train": None if settings["refit_train"] == "all"
+                                                        else int(settings["refit_train"])}}
+            train = examples(arrays, PARTS["train"], refit_settings, seed, rank)
+            refit_cache = None if cache is None else FitCache(
+                checkpoint, {"experiment": self.name, "dataset": dataset, "method": method, "seed": seed,
+                             "settings": settings, "refit": settings["refit_train"]}, [inputs["view"]])
+            final, final_history = fit(train, final["lam"], refit_cache)
+            log.info("%s: refit at lam=%g on %d training propositions (%.1fs)", method, final["lam"],
+                     len(train.y), final["seconds"])
+            refit_rows = [{"metric": "refit_train_propositions", "value": float(len(train.y))},
+                          {"metric": "refit_seconds", "value": float(final["seconds"])}]
+        lam, per_tree, node = final["lam"], np.asarray(final["tree_losses"]), final["node_loss"]
         log.info("%s: lam=%g, test tree loss %.4f, node loss %.4f", method, lam, per_tree.mean(), node)
         common = {"experiment": self.name, "task": TASK, "dataset": dataset, "method": method, "lam": lam}
         rows = [{**common, "split": int(i), "selected": True, "metric": "tree_loss", "value": float(v)}
                 for i, v in enumerate(per_tree)]
         rows += [{**common, "split": 0, "selected": True, "metric": "node_loss", "value": node},
                  {**common, "split": 0, "selected": True, "metric": "seconds",
-                  "value": float(sum(r["seconds"] for r in records))}]
+                  "value": float(sum(r["seconds"] for r in records) + (final["seconds"] if refit_rows else 0.0))}]
+        rows += [{**common, "split": 0, "selected": False, **r} for r in refit_rows]
         rows += [{**common, "lam": r["lam"], "split": 0, "selected": False, "metric": "val_loss",
                   "value": r["val_loss"]} for r in records]
         for key, ex in data.items():  # pruning statistics per part, in the job's file only
             rows += [{**common, "split": 0, "selected": False, "metric": f"{key}_{stat}", "value": float(ex.stats[stat])}
                      for stat in ("propositions", "nodes_mean", "lost_fraction")]
-        return rows, histories[best]
+        return rows, final_history
 
     def render(self, table, tests, config):
         from structpred.experiments.qs_report import render_grid
@@ -177,6 +200,22 @@ class SemanticRoleLabelling(Experiment):
         from structpred.report.significance import best_tests
 
         return best_tests(selected[selected["metric"] == "tree_loss"])
+
+
+@register
+class SemanticRoleLabellingFull(SemanticRoleLabelling):
+    """AGM Table 2 on the whole training set: lambda chosen on ``agm_srl``'s subsample over a wider
+    grid, then each method refit at it on all propositions of sections 02-21 (``refit_train: all``),
+    resumable per pass; every other setting ``agm_srl``'s unless this block overrides it."""
+
+    name = "agm_srl_full"
+    title = ("AGM (NeurIPS 2018) Table 2, final fits on the whole training set: semantic role labelling "
+             "(CoNLL-2005, section 23), average tree loss")
+    references_of = "agm_srl"
+
+    def block(self, config):
+        own = config[self.name]
+        return {**config["agm_srl"], **{k: v for k, v in own.items() if k != "departures"}}
 
 
 def order_dataset(seed: int) -> str:

@@ -195,6 +195,11 @@ def test_smoke_workflow_end_to_end(smoke_local):
     chosen = tuned[(tuned["figure"] == "fig2") & (tuned["method"] == "SGD")].set_index("metric")["mean"]
     assert chosen["eta0"] == sgd.loc[best, "eta0"] and chosen["t0"] == 150000
     assert "tables/casimir_ner_tuned.csv" in html and "figures/casimir_ner_tuned/fig2.png" in html
+    # Fig. 5d's K = 5 run is Fig. 2's (same settings and seed): copied, under its own names
+    fig = lambda f, v: tuned[(tuned["figure"] == f) & (tuned["method"] == "Casimir-SVRG-const")  # noqa: E731
+                             & (tuned["variant"] == v)].set_index("metric")["mean"]
+    copied, original = fig("fig5d", "K=5"), fig("fig2", "")
+    assert copied.drop("seconds").equals(original.drop("seconds")) and len(fig("fig5d", "K=2")) > 0
 
     # Casimir VOC Fig. 3 on the synthetic folder (random AlexNet): the whole path ran, labelled synthetic
     voc = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_voc.csv")

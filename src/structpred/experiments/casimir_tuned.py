@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import html
 import itertools
+import time
 
+import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
@@ -104,19 +106,48 @@ class TunedNerFigures(NerFigures):
         fixed = set(s["figures"][run["figure"]].get("settings", {}).get(run["method"], {})) | set(run["swept"])
         return [p for p in s["tuning"]["grids"].get(run["method"], {}) if p not in fixed]
 
+    def _figure_settings(self, config, dataset, method):
+        out = super().settings(config, dataset, method)
+        tuning = self.block(config)["tuning"]
+        run = self.runs(config)[(dataset, method)]
+        return {**out, "tune": {"params": self.tuned_params(config, run), "f1": tuning["f1"],
+                                "within": tuning["within"]}}
+
+    def copy_source(self, config, dataset, method) -> tuple[str, str] | None:
+        """The Fig. 2 job a Fig. 5 run repeats, if any: the same c, method and settings (the value
+        its panel sweeps to is Fig. 2's, e.g. Fig. 5c's prox-centre warm start, Fig. 5d's K = 5),
+        hence the same tuned values and, seed k drawing the same sample order in every figure, the
+        same run; such a job copies that job's rows instead of training again."""
+        run = self.runs(config).get((dataset, method))
+        if run is None or run["figure"] in (TUNE, "fig2"):
+            return None
+
+        def comparable(d, m):
+            s = self._figure_settings(config, d, m)
+            hyper = {k: v for k, v in s["hyper"].items() if not (k == "smoothing" and v == "smooth")}  # the default
+            return {**{k: v for k, v in s.items() if k not in ("figure", "variant")}, "hyper": hyper}
+
+        mine = comparable(dataset, method)
+        for (d, m), r in self.runs(config).items():
+            if r["figure"] == "fig2" and r["c"] == run["c"] and r["method"] == run["method"] and comparable(d, m) == mine:
+                return d, m
+        return None
+
     def settings(self, config, dataset, method):
         run = self.runs(config).get((dataset, method))
         if run is None or run["figure"] != TUNE:
-            out = super().settings(config, dataset, method)
-            tuning = self.block(config)["tuning"]
-            return {**out, "tune": {"params": self.tuned_params(config, run), "f1": tuning["f1"],
-                                    "within": tuning["within"]}}
+            out = self._figure_settings(config, dataset, method)
+            source = self.copy_source(config, dataset, method)
+            return out if source is None else {**out, "copy_of": list(source)}
         s = self.block(config)   # a tuning point: the method's settings and the point, evaluated at the end
         hyper = {**s["methods"][run["method"]], **run["swept"]}
         return {**job_settings(s, run, hyper), "eval_every": hyper["n_passes"], "point": list(run["swept"])}
 
     def run_inputs(self, config, dataset, method):
         run = self.runs(config).get((dataset, method))
+        source = self.copy_source(config, dataset, method)
+        if source is not None:
+            return [(*source, None)]   # the Fig. 2 job of the same seed
         if run is None or not self.tuned_params(config, run):
             return []
         return [(d, m, 0) for (d, m), r in self.tuning_runs(config).items()
@@ -134,6 +165,8 @@ class TunedNerFigures(NerFigures):
         if s["figure"] == TUNE:
             rows, history = super().run(inputs, s, seed=seed, dataset=dataset, method=method, split=split)
             return rows + param_rows(rows[0], {p: s["hyper"][p] for p in s["point"]}), history
+        if s.get("copy_of"):
+            return copied_run(inputs["runs"][0], s, self.name, dataset)
         tune = s.pop("tune")
         chosen = {}
         if tune["params"]:
@@ -153,6 +186,23 @@ class TunedNerFigures(NerFigures):
 
     def figure(self, table, path, config):
         super().figure(table[table["figure"] != TUNE], path, config)
+
+
+def copied_run(rows_path, settings: dict, experiment: str, dataset: str):
+    """A Fig. 5 job that repeats a Fig. 2 run (:meth:`TunedNerFigures.copy_source`): that job's
+    rows and history under this job's names (dataset, figure, variant); its seconds are the copy's."""
+    from pathlib import Path
+
+    start = time.perf_counter()
+    rows = pd.read_csv(rows_path, keep_default_na=False, na_values=[""])
+    history = pd.read_csv(Path(rows_path).with_suffix(".history.csv"), keep_default_na=False, na_values=[""])
+    names = {"figure": settings["figure"], "variant": settings["variant"]}
+    rows = rows.assign(experiment=experiment, dataset=dataset, **names)
+    history = history.assign(**names)
+    rows.loc[rows["metric"] == "seconds", "value"] = time.perf_counter() - start
+    records = [{k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))}
+               for r in rows.to_dict("records")]
+    return records, history
 
 
 def render_tuned(table: pd.DataFrame, tuning: dict) -> str:

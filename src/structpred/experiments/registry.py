@@ -82,7 +82,7 @@ class Experiment:
     def run_inputs(self, config: dict, dataset: str, method: str) -> list[tuple[str, str, int]]:
         """``(dataset, method, split)`` of the jobs of this experiment whose result rows a job on
         ``(dataset, method)`` reads (input kind ``runs``; Casimir's tuned figures read their
-        tuning grid's runs). Default: none."""
+        tuning grid's runs); split ``None``: the reading job's own split. Default: none."""
         return []
 
     def threads(self, config: dict, dataset: str) -> int:

@@ -24,6 +24,23 @@ def test_robust_jobs_and_settings_of_the_paper_config():
     assert exp.settings(CONFIG, "n50", "QS")["n_repetitions"] == 100
 
 
+def test_the_wide_grid_table_draws_qs_robusts_data_on_its_own_grids():
+    """qs_robust_wide: qs_robust's jobs and data (same draws and folds: on qs_robust's grids a job
+    gives qs_robust's rows), its own wider grids."""
+    wide, base = get("qs_robust_wide"), get("qs_robust")
+    assert wide.jobs(CONFIG) == base.jobs(CONFIG)
+    s = wide.settings(CONFIG, "n50", "QS")
+    assert s["cauchy_scales"][-1] == 100.0 and s["sigmas"][0] == 0.00625 and s["model"] == CONFIG["qs_robust"]["model"]
+    small = {**base.settings(CONFIG, "n50", "RNW"), "n_repetitions": 2, "repetitions_per_job": 2, "n_test": 50,
+             "sigmas": [0.05, 0.1], "cauchy_scales": [0.3, 1.0], "cv_folds": 2}
+    kw = dict(seed=0, dataset="n50", method="RNW", split=0)
+    rows_wide, _ = wide.run({}, small, **kw)
+    rows_base, _ = base.run({}, small, **kw)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "experiment"} for r in rows  # noqa: E731
+                          if r["metric"] != "seconds"]
+    assert strip(rows_wide) == strip(rows_base) and rows_wide[0]["experiment"] == "qs_robust_wide"
+
+
 def test_robust_draw_follows_the_model():
     model = dict(CONFIG["qs_robust"]["model"], outlier_fraction=0.0, noise_variance=0.0)
     X, y, f = qs_robust.draw(model, 500, rng_for(0, "t"))

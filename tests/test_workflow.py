@@ -39,7 +39,7 @@ def test_paper_config_drysnakemake(workdir):
     # QS: robust regression (5 n x 3 methods x 10 blocks of 10 repetitions), USPS (2 methods x 10 runs),
     # MovieLens (5 methods and the popularity reference x 10 trials), USPS's bandwidth sensitivity (KDE at 4
     # output bandwidths and QS x 10 runs)
-    n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10 + 5 * 10
+    n_qs = 5 * 3 * 10 + 2 * 10 + 6 * 10 + 5 * 10 + 5 * 3 * 10   # and robust regression on wider grids
     # the sensitivity tables: Table 1's 10-bin ordinal rows again (3 sets x 3 methods x 14 splits), the
     # emotion table's AGM and SSVM again (2 x 20 splits)
     n_sensitivity = 3 * 3 * 14 + 2 * 20

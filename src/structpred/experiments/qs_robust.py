@@ -119,9 +119,15 @@ class RobustRegression(Experiment):
     needs = ()
     KEYS = ("n_test", "n_repetitions", "repetitions_per_job", "model", "cv_folds", "sigmas", "lambdas",
             "cauchy_scales")
+    #: the name the data and the folds are drawn under: a variant of the table draws the same
+    draws = "qs_robust"
+
+    def block(self, config: dict) -> dict:
+        """The experiment's settings (its config block)."""
+        return config[self.name]
 
     def jobs(self, config):
-        s = config[self.name]
+        s = self.block(config)
         blocks = -(-s["n_repetitions"] // s["repetitions_per_job"])
         return [(f"n{n}", m, b) for n in s["n_train"] for m in s["methods"] for b in range(blocks)]
 
@@ -129,10 +135,10 @@ class RobustRegression(Experiment):
         return None
 
     def settings(self, config, dataset, method):
-        return {k: config[self.name][k] for k in self.KEYS}
+        return {k: self.block(config)[k] for k in self.KEYS}
 
     def grids(self, config, dataset, method):
-        s = config[self.name]
+        s = self.block(config)
         grid = {"sigma": s["sigmas"], "lam": s["lambdas"], "cauchy_scale": s["cauchy_scales"]}
         return {k: grid[k] for k in PARAMETERS[method]}
 
@@ -140,16 +146,16 @@ class RobustRegression(Experiment):
         from structpred.experiments.seeding import int_seed, rng_for
 
         if method not in METHODS:
-            raise ConfigError(f"unknown qs_robust method {method!r}; known: {', '.join(METHODS)}")
+            raise ConfigError(f"unknown {self.name} method {method!r}; known: {', '.join(METHODS)}")
         n = int(dataset.removeprefix("n"))
         per = settings["repetitions_per_job"]
         rows = []
         for rep in range(split * per, min((split + 1) * per, settings["n_repetitions"])):
-            rng = rng_for(seed, self.name, n, rep)  # the same data for every method
+            rng = rng_for(seed, self.draws, n, rep)  # the same data for every method
             X, y, _ = draw(settings["model"], n, rng)
             Xt, _, ft = draw(settings["model"], settings["n_test"], rng)
             start = time.perf_counter()
-            (sigma, lam, c), _ = cross_validate(method, X, y, settings, int_seed(seed, self.name, n, rep, "cv"))
+            (sigma, lam, c), _ = cross_validate(method, X, y, settings, int_seed(seed, self.draws, n, rep, "cv"))
             pred = _fit_predict(method, X, y, Xt, sigma, lam, c)
             seconds = time.perf_counter() - start
             err = float(np.mean((pred - ft) ** 2))
@@ -178,3 +184,19 @@ class RobustRegression(Experiment):
         from structpred.report.significance import best_tests
 
         return best_tests(selected)
+
+
+@register
+class RobustRegressionWide(RobustRegression):
+    """QS §6 robust regression on wider hyper-parameter grids (``qs_robust``'s first run chose its
+    grids' edges): the same data, folds and methods, every setting ``qs_robust``'s unless this
+    block overrides it (``sigmas``, ``lambdas``, ``cauchy_scales``)."""
+
+    name = "qs_robust_wide"
+    title = ("QS (NeurIPS 2016) §6 robust estimation on grids that do not bind: test error (MSE against f) "
+             "vs n, Cauchy-loss QS against robust Nadaraya-Watson and kernel ridge regression")
+    references_of = "qs_robust"
+
+    def block(self, config):
+        own = config[self.name]
+        return {**config["qs_robust"], **{k: v for k, v in own.items() if k != "departures"}}

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.registry import Experiment, register
+from structpred.experiments.registry import Experiment, block_over, register
 from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
@@ -214,8 +214,7 @@ class SemanticRoleLabellingFull(SemanticRoleLabelling):
     references_of = "agm_srl"
 
     def block(self, config):
-        own = config[self.name]
-        return {**config["agm_srl"], **{k: v for k, v in own.items() if k != "departures"}}
+        return block_over(config, "agm_srl", self.name)
 
 
 def order_dataset(seed: int) -> str:
@@ -236,8 +235,7 @@ class SemanticRoleLabellingOrders(SemanticRoleLabelling):
     references_of = None
 
     def block(self, config):
-        own = config[self.name]
-        return {**config["agm_srl"], **{k: v for k, v in own.items() if k != "departures"}}
+        return block_over(config, "agm_srl", self.name)
 
     def orders(self, config) -> dict[str, int]:
         return {order_dataset(k): int(k) for k in self.block(config)["class_order_seeds"]}

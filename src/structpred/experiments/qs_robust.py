@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.model_selection import KFold
 
 from structpred.errors import ConfigError
-from structpred.experiments.registry import Experiment, register
+from structpred.experiments.registry import Experiment, block_over, register
 from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
@@ -198,5 +198,4 @@ class RobustRegressionWide(RobustRegression):
     references_of = "qs_robust"
 
     def block(self, config):
-        own = config[self.name]
-        return {**config["qs_robust"], **{k: v for k, v in own.items() if k != "departures"}}
+        return block_over(config, "qs_robust", self.name)

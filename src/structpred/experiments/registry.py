@@ -136,6 +136,12 @@ class Experiment:
 EXPERIMENTS: dict[str, Experiment] = {}
 
 
+def block_over(config: dict, base: str, name: str) -> dict:
+    """The settings of a variant experiment: its config block ``name`` over ``base``'s, every key
+    it does not set ``base``'s (its departures are its own, printed beside its own table)."""
+    return {**config[base], **{k: v for k, v in config[name].items() if k != "departures"}}
+
+
 def register(cls: type[Experiment]) -> type[Experiment]:
     """Class decorator: add an instance of ``cls`` to :data:`EXPERIMENTS` (each module
     registers its own at import)."""

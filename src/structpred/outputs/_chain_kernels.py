@@ -334,7 +334,7 @@ def _step_potentials(E, cm, G, gm, thP, P, c):
 
 @njit(cache=True)
 def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, ex, fw, sc, work,
-                    order, arows):
+                    order, arows, thPT, PT):
     """Marginals of the chain with natural parameters ``(thU, thP + c P)``: unary marginals to
     ``node`` and, if ``with_edges``, pairwise marginals *added* to ``edge_acc``.
 
@@ -349,6 +349,8 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     ``ex[t] = exp(la[t] - sc[t, 0])`` and ``fw[t] = exp(cm[t] + thU[t+1] + lb[t+1] -
     sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
     0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters.
+    ``thPT``, ``PT``: contiguous transposes of ``thP``, ``P`` (per edge), so that the backward
+    pass's :func:`_top_two` reads rows, as the forward pass does.
     """
     T, R = thU.shape
     acc, wl, tmp, m1, m2 = work[0], work[1], work[2], work[3], work[4]
@@ -422,7 +424,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             if not ranked:
                 for b in range(R):
                     wl[b] = thU[t + 1, b] + lb[t + 1, b]
-                _top_two(wl, thP[t].T, P[t].T, c, m1, m2)   # rows: over b for every a
+                _top_two(wl, thPT[t], PT[t], c, m1, m2)   # rows of the transposes: over b for every a
                 ranked = True
             if not m2[a] > m1[a] - _CUT:
                 lb[t, a] = m1[a] + 0.0
@@ -547,7 +549,7 @@ def project(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
 
 #: a chain's buffers for :func:`project` (log forward and backward messages, scaled messages,
 #: scales, work)
-ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "arows"])
+ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "arows", "thPT", "PT"])
 
 
 @overload(project)
@@ -556,7 +558,7 @@ def _project_chain(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
         def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
             g = graph
             _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.la, g.lb, g.ex, g.fw, g.sc, g.work,
-                            g.order, g.arows)
+                            g.order, g.arows, g.thPT, g.PT)
         return impl
 
 
@@ -628,8 +630,15 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
     """:func:`spmp_iterations` on the chain."""
     T, R = U.shape
     Tm = max(T - 1, 1)
+    thPT = np.empty((Tm, R, R))     # the pairwise parameters as the backward pass reads them; thP
+    PT = np.empty((Tm, R, R))       # only changes at the end of spmp_iterations
+    for t in range(T - 1):
+        for a in range(R):
+            for b in range(R):
+                thPT[t, b, a] = thP[t, a, b]
+                PT[t, b, a] = P[t, a, b]
     graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)),
-                       np.empty((5, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64))
+                       np.empty((5, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), thPT, PT)
     spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar)
 
 

@@ -91,7 +91,8 @@ def test_lambda_on_a_subsample_then_the_refit_on_more_propositions(srl_view, tmp
     (its own kept fit), tested on section 23; without the refit the test rows are the chosen
     subsample fit's."""
     exp = get("agm_srl")
-    base = {**exp.settings(CONFIG, "conll2005", "CRF"), "subsample": {"train": 30, "devel": 20, "test.wsj": 20},
+    base = {**exp.settings(CONFIG, "conll2005", "CRF"),
+            "subsample": {"train": 30, "devel": 20, "test.wsj": 20, "test.brown": 15},
             "n_bits": 10, "lambdas": [1e-2, 1e-3], "n_passes": 2}
     kw = dict(seed=0, dataset="conll2005", method="CRF", split=0)
     plain, _ = exp.run({"view": srl_view}, base, **kw)
@@ -101,6 +102,7 @@ def test_lambda_on_a_subsample_then_the_refit_on_more_propositions(srl_view, tmp
     chosen = {r["lam"] for r in plain if r["metric"] == "tree_loss"}
     assert {r["lam"] for r in refit if r["metric"] == "tree_loss"} == chosen
     assert value(refit, "refit_train_propositions") == [60.0]
+    assert len(value(refit, "tree_loss_brown")) == 15 and len(value(refit, "node_loss_brown")) == 1   # Brown: extra
     assert value(refit, "tree_loss") != value(plain, "tree_loss") and len(value(refit, "tree_loss")) == 20
     assert len(list((tmp_path / "fits").iterdir())) == 2                 # the grid's fits and the refit's
     again, _ = exp.run({"view": srl_view}, {**base, "refit_train": 60}, checkpoint=tmp_path / "fits", **kw)

@@ -247,7 +247,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert set(orders["dataset"]) == {"order0", "order1"} and set(orders["method"]) == {"AGM", "CRF"}
     assert "figures/agm_srl_orders.png" in html
     srl = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl.csv")
-    assert set(srl["method"]) == {"AGM", "CRF", "SSVM", "M4N"} and set(srl["metric"]) == {"tree_loss", "node_loss"}
+    assert set(srl["method"]) == {"AGM", "CRF", "SSVM", "M4N"} and set(srl["metric"]) == {
+        "tree_loss", "node_loss", "tree_loss_brown", "node_loss_brown"}   # Brown: an extra row
     trees = srl[srl["metric"] == "tree_loss"]
     assert (trees["n_splits"] == 30).all()  # one row per test proposition
     assert trees["mean"].between(0, 8).all()  # ranks 0..8

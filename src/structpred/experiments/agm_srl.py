@@ -17,7 +17,8 @@ and ``M4N`` (GBCFW on the game surrogate; an extra column).  A job is one method
 Rows: one ``tree_loss`` row per test proposition (its mean node loss), with the proposition as
 ``split``, so the table's mean is the per-tree mean loss of the paper, its count the number of
 test propositions, and the paired tests pair methods over propositions; one ``node_loss`` row
-(every node's loss pooled) and the pruning statistics of each part.
+(every node's loss pooled) and the pruning statistics of each part; the same on the Brown test
+set (``tree_loss_brown``, ``node_loss_brown``: an extra row, not in the paper).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ log = logging.getLogger(__name__)
 METHODS = ("AGM", "CRF", "SSVM", "M4N")
 TASK = "srl"
 DATASET = "conll2005"
-PARTS = {"train": "train", "val": "devel", "test": "test.wsj"}
+PARTS = {"train": "train", "val": "devel", "test": "test.wsj", "brown": "test.brown"}
+#: the test parts a model is scored on, with the suffix of their metrics (Brown: an extra row)
+TESTS = {"test": "", "brown": "_brown"}
 
 
 def examples(arrays, part: str, settings: dict, seed: int, rank: np.ndarray):
@@ -138,9 +141,12 @@ class SemanticRoleLabelling(Experiment):
                     train.X, train.y, checkpoint=None if cache is None else cache.in_progress(lam))
                 seconds = time.perf_counter() - start + model.resumed_seconds_
                 val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
-                per_tree, node = tree_losses(space, data["test"].y, predict(method, model, space, data["test"].X))
-                kept = ({"lam": float(lam), "val_loss": val, "seconds": seconds, "node_loss": node,
-                         "tree_losses": [float(v) for v in per_tree]}, model.history_)
+                record = {"lam": float(lam), "val_loss": val, "seconds": seconds}
+                for part, suffix in TESTS.items():
+                    per_tree, node = tree_losses(space, data[part].y, predict(method, model, space, data[part].X))
+                    record[f"node_loss{suffix}"] = node
+                    record[f"tree_losses{suffix}"] = [float(v) for v in per_tree]
+                kept = (record, model.history_)
                 if cache is not None:
                     cache.save(lam, *kept)
             return kept
@@ -167,13 +173,18 @@ class SemanticRoleLabelling(Experiment):
                      len(train.y), final["seconds"])
             refit_rows = [{"metric": "refit_train_propositions", "value": float(len(train.y))},
                           {"metric": "refit_seconds", "value": float(final["seconds"])}]
-        lam, per_tree, node = final["lam"], np.asarray(final["tree_losses"]), final["node_loss"]
-        log.info("%s: lam=%g, test tree loss %.4f, node loss %.4f", method, lam, per_tree.mean(), node)
+        lam = final["lam"]
+        log.info("%s: lam=%g, test tree loss %.4f, node loss %.4f", method, lam, np.mean(final["tree_losses"]),
+                 final["node_loss"])
         common = {"experiment": self.name, "task": TASK, "dataset": dataset, "method": method, "lam": lam}
-        rows = [{**common, "split": int(i), "selected": True, "metric": "tree_loss", "value": float(v)}
-                for i, v in enumerate(per_tree)]
-        rows += [{**common, "split": 0, "selected": True, "metric": "node_loss", "value": node},
-                 {**common, "split": 0, "selected": True, "metric": "seconds",
+        rows = []
+        for suffix in TESTS.values():   # a fit kept before Brown was scored has no Brown row
+            if f"tree_losses{suffix}" in final:
+                rows += [{**common, "split": int(i), "selected": True, "metric": f"tree_loss{suffix}",
+                          "value": float(v)} for i, v in enumerate(final[f"tree_losses{suffix}"])]
+                rows += [{**common, "split": 0, "selected": True, "metric": f"node_loss{suffix}",
+                          "value": final[f"node_loss{suffix}"]}]
+        rows += [{**common, "split": 0, "selected": True, "metric": "seconds",
                   "value": float(sum(r["seconds"] for r in records) + (final["seconds"] if refit_rows else 0.0))}]
         rows += [{**common, "split": 0, "selected": False, **r} for r in refit_rows]
         rows += [{**common, "lam": r["lam"], "split": 0, "selected": False, "metric": "val_loss",
@@ -187,9 +198,10 @@ class SemanticRoleLabelling(Experiment):
         from structpred.experiments.qs_report import render_grid
 
         return render_grid(table, tests, rows="metric", note=(
-            "tree_loss: mean over test propositions of each tree's mean node loss (n = propositions; the paired "
-            "tests pair methods over propositions); node_loss: every test node pooled (one value). M4N is an "
-            "extra column (not in the paper)."))
+            "tree_loss: mean over test propositions (section 23) of each tree's mean node loss (n = propositions; "
+            "the paired tests pair methods over propositions); node_loss: every test node pooled (one value); "
+            "*_brown: the same on the Brown test set (an extra row, not in the paper). M4N is an extra column "
+            "(not in the paper)."))
 
     def figure(self, table, path, config):
         from structpred.experiments.qs_report import metric_bars

@@ -43,9 +43,9 @@ def test_jobs_settings_and_inputs_of_the_paper_config(paper_config):
     exp = get("casimir_ner_tuned")
     jobs = exp.jobs(paper_config)
     tuning = [j for j in jobs if j[0].startswith("tune_")]
-    # 3 c x (SGD 7 x 5 + SVRG 5 x 3 + const 7 x 5 + adapt 5) points, one seed; the figures at 10 seeds:
+    # 3 c x (SGD 7 x 6 + SVRG 5 x 3 + const 9 x 6 + adapt 5) points, one seed; the figures at 10 seeds:
     # fig2 3 c x 5, fig5a 2 x 6, fig5b 1 x 4, fig5c 2 x 6, fig5d 1 x 6 runs
-    assert len(tuning) == 3 * 90 and {k for _, _, k in tuning} == {0}
+    assert len(tuning) == 3 * 116 and {k for _, _, k in tuning} == {0}
     assert len(jobs) - len(tuning) == 10 * (15 + 12 + 4 + 12 + 6) and len(set(jobs)) == len(jobs)
     point = exp.settings(paper_config, "tune_c0.1", "SGD_eta0=0.04_t0=600000")
     assert point["hyper"] == {"n_passes": 100, "eta0": 0.04, "t0": 600000}
@@ -58,7 +58,7 @@ def test_jobs_settings_and_inputs_of_the_paper_config(paper_config):
     assert sweep["tune"]["params"] == ["L"] and sweep["hyper"]["mu"] == 8   # the swept mu is not tuned
     assert exp.settings(paper_config, "fig2_c1", "BCFW")["tune"]["params"] == []
     inputs = exp.run_inputs(paper_config, "fig5a_c1", "Casimir-SVRG-const_mu=8")
-    assert len(inputs) == 35 and all(d == "tune_c1" and m.startswith("Casimir-SVRG-const_L=") and k == 0
+    assert len(inputs) == 54 and all(d == "tune_c1" and m.startswith("Casimir-SVRG-const_L=") and k == 0
                                      for d, m, k in inputs)
     # Fig. 5c's prox-centre run is Fig. 2's (same settings, same seed): it reads that job, of its own seed
     assert exp.run_inputs(paper_config, "fig5c_c1", "Casimir-SVRG-const_warm_start=prox-centre") == [
@@ -68,7 +68,7 @@ def test_jobs_settings_and_inputs_of_the_paper_config(paper_config):
     assert exp.copy_source(paper_config, "fig5c_c1", "Casimir-SVRG-const_warm_start=extrapolation") is None
     assert exp.run_inputs(paper_config, "fig2_c1", "BCFW") == []
     assert exp.run_inputs(paper_config, "tune_c1", "SGD_eta0=0.02_t0=150000") == []
-    assert exp.grids(paper_config, "fig5a_c1", "Casimir-SVRG-const_mu=8") == {"L": [8, 16, 32, 64, 128, 256, 512]}
+    assert exp.grids(paper_config, "fig5a_c1", "Casimir-SVRG-const_mu=8") == {"L": [8, 16, 32, 64, 128, 256, 512, 1024, 2048]}
     assert exp.grids(paper_config, "tune_c1", "SGD_eta0=0.02_t0=150000") == {}
     with pytest.raises(ConfigError, match="is not a run of casimir_ner_tuned"):
         exp.settings(paper_config, "fig2_c1", "Adam")

@@ -199,7 +199,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
     fig = lambda f, v: tuned[(tuned["figure"] == f) & (tuned["method"] == "Casimir-SVRG-const")  # noqa: E731
                              & (tuned["variant"] == v)].set_index("metric")["mean"]
     copied, original = fig("fig5d", "K=5"), fig("fig2", "")
-    assert copied.drop("seconds").equals(original.drop("seconds")) and len(fig("fig5d", "K=2")) > 0
+    assert copied.equals(original) and len(fig("fig5d", "K=2")) > 0   # the table has no seconds rows
 
     # Casimir VOC Fig. 3 on the synthetic folder (random AlexNet): the whole path ran, labelled synthetic
     voc = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_voc.csv")

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.registry import Experiment, block_over, register
+from structpred.experiments.registry import Experiment, register
 from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
@@ -97,10 +97,6 @@ class SemanticRoleLabelling(Experiment):
             "oracle_iterations", "refit_train")
 
     single_selection = True  # one lambda per method for every test tree
-
-    def block(self, config: dict) -> dict:
-        """The experiment's settings (its config block)."""
-        return config[self.name]
 
     def jobs(self, config):
         return [(DATASET, m, 0) for m in self.block(config)["methods"]]
@@ -223,10 +219,7 @@ class SemanticRoleLabellingFull(SemanticRoleLabelling):
     name = "agm_srl_full"
     title = ("AGM (NeurIPS 2018) Table 2, final fits on the whole training set: semantic role labelling "
              "(CoNLL-2005, section 23), average tree loss")
-    references_of = "agm_srl"
-
-    def block(self, config):
-        return block_over(config, "agm_srl", self.name)
+    variant_of = references_of = "agm_srl"
 
 
 def order_dataset(seed: int) -> str:
@@ -244,10 +237,7 @@ class SemanticRoleLabellingOrders(SemanticRoleLabelling):
     name = "agm_srl_orders"
     title = ("AGM (NeurIPS 2018) Table 2 over random class orders: semantic role labelling, average tree "
              "loss per order and its spread")
-    references_of = None
-
-    def block(self, config):
-        return block_over(config, "agm_srl", self.name)
+    variant_of, references_of = "agm_srl", None
 
     def orders(self, config) -> dict[str, int]:
         return {order_dataset(k): int(k) for k in self.block(config)["class_order_seeds"]}

@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.model_selection import KFold
 
 from structpred.errors import ConfigError
-from structpred.experiments.registry import Experiment, block_over, register
+from structpred.experiments.registry import Experiment, register
 from structpred.experiments.results import select_first_min
 
 log = logging.getLogger(__name__)
@@ -122,10 +122,6 @@ class RobustRegression(Experiment):
     #: the name the data and the folds are drawn under: a variant of the table draws the same
     draws = "qs_robust"
 
-    def block(self, config: dict) -> dict:
-        """The experiment's settings (its config block)."""
-        return config[self.name]
-
     def jobs(self, config):
         s = self.block(config)
         blocks = -(-s["n_repetitions"] // s["repetitions_per_job"])
@@ -195,7 +191,4 @@ class RobustRegressionWide(RobustRegression):
     name = "qs_robust_wide"
     title = ("QS (NeurIPS 2016) §6 robust estimation on grids that do not bind: test error (MSE against f) "
              "vs n, Cauchy-loss QS against robust Nadaraya-Watson and kernel ridge regression")
-    references_of = "qs_robust"
-
-    def block(self, config):
-        return block_over(config, "qs_robust", self.name)
+    variant_of = references_of = "qs_robust"

@@ -40,6 +40,9 @@ class Experiment:
     #: the experiment whose paper numbers (config/references.yaml) this table sets beside its
     #: own (``None``: its own name)
     references_of: str | None = None
+    #: a variant's base experiment: its settings are its own config block over the base's
+    #: (:func:`block_over`; e.g. ``agm_srl_full`` over ``agm_srl``)
+    variant_of: str | None = None
     #: the experiment whose table and tests the report page of this one reads too (``page``)
     beside: str | None = None
     #: whether :meth:`run` takes ``checkpoint``, a folder where it keeps each finished fit of a
@@ -52,6 +55,10 @@ class Experiment:
     #: table rule: per row the lambda of lowest mean over runs), as ``<metric>_optimistic`` rows
     #: beside the validation selection (:func:`structpred.report.aggregate.optimistic_rows`)
     optimistic_metric: str | None = None
+
+    def block(self, config: dict) -> dict:
+        """The experiment's settings: its config block, over ``variant_of``'s when it is a variant."""
+        return block_over(config, self.variant_of, self.name) if self.variant_of else config[self.name]
 
     def jobs(self, config: dict) -> list[tuple[str, str, int]]:
         raise NotImplementedError

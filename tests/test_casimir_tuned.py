@@ -43,9 +43,9 @@ def test_jobs_settings_and_inputs_of_the_paper_config(paper_config):
     exp = get("casimir_ner_tuned")
     jobs = exp.jobs(paper_config)
     tuning = [j for j in jobs if j[0].startswith("tune_")]
-    # 3 c x (SGD 7 x 6 + SVRG 5 x 3 + const 9 x 6 + adapt 5) points, one seed; the figures at 10 seeds:
+    # 3 c x (SGD 7 x 6 + SVRG 5 x 3 + const 9 x 7 + adapt 5) points, one seed; the figures at 10 seeds:
     # fig2 3 c x 5, fig5a 2 x 6, fig5b 1 x 4, fig5c 2 x 6, fig5d 1 x 6 runs
-    assert len(tuning) == 3 * 116 and {k for _, _, k in tuning} == {0}
+    assert len(tuning) == 3 * 125 and {k for _, _, k in tuning} == {0}
     assert len(jobs) - len(tuning) == 10 * (15 + 12 + 4 + 12 + 6) and len(set(jobs)) == len(jobs)
     point = exp.settings(paper_config, "tune_c0.1", "SGD_eta0=0.04_t0=600000")
     assert point["hyper"] == {"n_passes": 100, "eta0": 0.04, "t0": 600000}

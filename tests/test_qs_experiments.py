@@ -79,6 +79,21 @@ def test_robust_cross_validation_matches_explicit_refits(method):
     assert len(points) == {"QS": 8, "RNW": 4, "KRR": 4}[method]
 
 
+def test_robust_cross_validation_decomposes_once_per_fold_and_bandwidth(monkeypatch):
+    """Every lambda and every Cauchy scale decode from one eigendecomposition per (fold, sigma):
+    the wide grid's 7 scales cost one, not 7."""
+    from structpred.solvers import kernel_ridge
+
+    calls = []
+    real = kernel_ridge.eigh
+    monkeypatch.setattr(kernel_ridge, "eigh", lambda *a, **k: calls.append(1) or real(*a, **k))
+    settings = dict(CONFIG["qs_robust"], sigmas=[0.05, 0.2], lambdas=[1e-2, 1e-4], cauchy_scales=[0.3, 1.0, 3.0],
+                    cv_folds=3)
+    X, y, _ = qs_robust.draw(settings["model"], 40, rng_for(2, "cv"))
+    _, means = qs_robust.cross_validate("QS", X, y, settings, seed=1)
+    assert len(calls) == 3 * 2 and len(means) == 2 * 2 * 3
+
+
 def test_robust_job_rows():
     settings = dict(CONFIG["qs_robust"], n_test=50, repetitions_per_job=2, n_repetitions=3, sigmas=[0.1],
                     lambdas=[1e-3], cauchy_scales=[0.3], cv_folds=2)

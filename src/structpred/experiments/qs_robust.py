@@ -96,14 +96,15 @@ def cross_validate(method: str, X, y, settings: dict, seed: int) -> tuple[tuple,
                 w = nadaraya_watson(kernel_matrix("gaussian", X[tr], X[va], sigma))
                 errors[sigma, lam, c].append(np.mean(np.abs(Cauchy(c).weighted_decode(w, y[tr]) - y[va])))
     else:
-        # one eigendecomposition per (fold, sigma) serves every lambda (and every Cauchy scale)
-        for c in sorted({p[2] for p in points}):
-            def evaluate(alpha, tr, va, c=c):
-                pred = alpha @ y[tr] if method == "KRR" else Cauchy(c).weighted_decode(alpha, y[tr])
-                return np.abs(pred - y[va])
+        # one eigendecomposition per (fold, sigma) serves every lambda and every Cauchy scale
+        scales = sorted({p[2] for p in points})
 
-            for sigma, lam, _, err in ridge_cv(X, folds, "gaussian", settings["sigmas"], settings["lambdas"],
-                                               evaluate):
+        def evaluate(alpha, tr, va):
+            preds = [alpha @ y[tr] if method == "KRR" else Cauchy(c).weighted_decode(alpha, y[tr]) for c in scales]
+            return np.abs(np.array(preds) - y[va])
+
+        for sigma, lam, _, errs in ridge_cv(X, folds, "gaussian", settings["sigmas"], settings["lambdas"], evaluate):
+            for c, err in zip(scales, errs):
                 errors[sigma, lam, c].append(err)
     means = [float(np.mean(errors[p])) for p in points]
     return points[select_first_min(means)], means

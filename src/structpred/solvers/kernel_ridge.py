@@ -96,8 +96,10 @@ def ridge_cv(X, folds, kernel: str, sigmas, lams, evaluate):
     ``folds``: ``(train_idx, val_idx)`` pairs; per fold and ``sigma``, one eigendecomposition
     (:class:`RidgePath`) serves every ``lam``.  ``evaluate(alpha, train_idx, val_idx)`` turns
     the ``(len(val), len(train))`` weights into per-sample validation losses (the caller
-    decodes with its loss).  Returns rows ``(sigma, lam, fold, loss)``: the mean loss of the
-    fold.  ``sigma`` is ignored (recorded as given) for the linear kernel.
+    decodes with its loss), or into ``(k, len(val))`` losses of ``k`` decoders of the same
+    weights (several loss scales: one eigendecomposition serves them all).  Returns rows
+    ``(sigma, lam, fold, loss)``: the mean loss of the fold (a list of ``k`` means in the
+    second case).  ``sigma`` is ignored (recorded as given) for the linear kernel.
     """
     from structpred.features.kernels import kernel_matrix
 
@@ -107,6 +109,7 @@ def ridge_cv(X, folds, kernel: str, sigmas, lams, evaluate):
             path = RidgePath(kernel_matrix(kernel, X[tr], X[tr], sigma))
             coords = path.project(kernel_matrix(kernel, X[tr], X[va], sigma))
             for lam in lams:
-                loss = float(np.mean(evaluate(path.weights(coords, lam), tr, va)))
+                err = evaluate(path.weights(coords, lam), tr, va)
+                loss = float(np.mean(err)) if np.ndim(err) == 1 else [float(np.mean(e)) for e in err]
                 rows.append((float(sigma), float(lam), f, loss))
     return rows

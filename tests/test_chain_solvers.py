@@ -473,6 +473,29 @@ def test_adagrad_maxmin_minimises_the_m4n_objective():
     assert a.mu is None and len(a.state["LMU"]) == N
 
 
+def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step():
+    from structpred.solvers import _dense
+
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(4, 50))
+    W[0, :5] = 0.0
+    S = rng.random((4, 50))
+    S[0, :10] = 0.0                          # never stepped: sqrt(S) read as 1
+    lam, step = 0.3, 0.07
+    d = rng.normal(size=6)                   # the sample's data gradient
+    G = lam * W
+    G[1, 3:9] += d
+    S_ref = S + G * G
+    W_ref = W - step * G / np.sqrt(np.where(S_ref > 0, S_ref, 1.0))
+    G2 = np.empty_like(W)
+    _dense.scaled(G2, W, lam)
+    G2[1, 3:9] += d
+    assert np.array_equal(G2, G)
+    _dense.adagrad_update(W, S, G, step)
+    assert np.array_equal(W, W_ref) and np.array_equal(S, S_ref)
+    assert np.array_equal(np.signbit(W), np.signbit(W_ref))
+
+
 # --- 6. AdaGrad with the hinge and CRF surrogates ---------------------------------------------------
 
 def test_adagrad_hinge_and_crf():

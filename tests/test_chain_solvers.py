@@ -479,6 +479,7 @@ def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step():
     rng = np.random.default_rng(3)
     W = rng.normal(size=(4, 50))
     W[0, :5] = 0.0
+    W[0, 5] = -0.0                           # a zero gradient's update keeps the sign of zero as numpy does
     S = rng.random((4, 50))
     S[0, :10] = 0.0                          # never stepped: sqrt(S) read as 1
     lam, step = 0.3, 0.07

@@ -48,6 +48,11 @@ exact pruned log-sum-exp (the C reference's cost does not depend on the state).
 
 ``kern/C`` and ``loop n/C`` are throughput ratios numba / C (> 1: we are faster).
 
+The last line sets the cold SP-MP call (``loop numba``) beside its arithmetic bound
+(``bench/_bound.py``): the operations one iteration counts on the scaled path (``spmp_counts``:
+``7 (T-1) R^2`` multiply-adds, ``4 (T-1) R + 4 T R`` exps, ``4 (T-1) R + 2 T`` logs) times this
+core's measured cost of each.
+
 What differs between the two sides, besides the compilers (numba's LLVM targets the
 host CPU, the C build the baseline x86-64 ISA):
 
@@ -754,15 +759,40 @@ def main():
                 return f"{'-':>12}"
             return f"{x:>11.2f}x" if ratio else f"{x:>12,.0f}"
 
+        measured = {}
         for name, runs in rows.items():
-            r = {k: throughput(f, seconds) for k, f in runs.items()}
+            r = measured[name] = {k: throughput(f, seconds) for k, f in runs.items()}
             kc = r["kernel"] / r["C"] if "kernel" in r and "C" in r else None
             lc = r["loop numba"] / r["loop C"] if "loop numba" in r and "loop C" in r else None
             vals = [fmt(r.get("method")), fmt(r.get("kernel")), fmt(r.get("C")), fmt(kc, True),
                     fmt(r.get("loop numba")), fmt(r.get("loop C")), fmt(lc, True)]
             print(f"{name:<18}" + "".join(vals), flush=True)
+        print_spmp_bound(T, R, iters, 1.0 / measured[spmp_row]["loop numba"], cut_fraction(U, P, K._CUT))
     print("(loss_augmented runs the viterbi kernel and bayes_decode is numpy only: no kernel column; "
           "both log_partition run the forward recursion only)")
+
+
+def spmp_counts(T: int, R: int) -> dict[str, int]:
+    """The operations of one SP-MP iteration on the scaled path (every log-sum-exp term above the
+    cut): the pairwise step (``(T-1) R^2`` products), two projections (forward and backward:
+    ``R`` exps, ``R^2`` multiply-adds and ``R`` logs per edge; ``T R`` exps of node marginals),
+    the half step's pairwise marginals (``2 (T-1) R^2`` products) and two softmax steps of the
+    min player (``T R`` exps and ``T`` logs each)."""
+    E = T - 1
+    return {"fma": E * R * R * (1 + 2 * 2 + 2), "exp": 2 * (2 * E * R + T * R) + 2 * T * R,
+            "log": 2 * 2 * E * R + 2 * T}
+
+
+def print_spmp_bound(T, R, iters, seconds, below_cut):
+    """The cold SP-MP call (compiled loop) over its arithmetic bound on this core (``_bound``)."""
+    from _bound import bound, describe, op_costs
+
+    costs = op_costs()
+    b = iters * bound(spmp_counts(T, R), costs)
+    print(f"SP-MP arithmetic bound ({iters} iterations, scaled path, counted operations x this core's costs: "
+          f"{describe(costs)}): {1e6 * b:.0f} us per call; the compiled loop takes {1e6 * seconds:.0f} us, "
+          f"{seconds / b:.1f}x its bound (cold starts on N(0, 1) scores, {100 * below_cut:.2f} % of terms below "
+          f"the cut; warm states take the exact top-two path instead, whose compares these counts omit)")
 
 
 if __name__ == "__main__":

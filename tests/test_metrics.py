@@ -27,6 +27,8 @@ def test_entity_f1_counts_iob1_chunks_as_conlleval():
     assert entity_f1(y, y, NAMES) == 1.0
     with pytest.raises(StructpredError, match="length"):
         entity_f1(y, [np.array([1])], NAMES)
+    with pytest.raises(StructpredError, match="tag ids must lie in 0..3"):
+        entity_f1(y, [np.array([1, 1, 0, 2, 4, 2])], NAMES)
 
 
 @pytest.mark.parametrize("seed", range(6))

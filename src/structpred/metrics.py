@@ -6,7 +6,7 @@ the outside one, per tag and averaged with the tags' true counts as weights.
 one type, started by ``B-`` or by an ``I-`` after another type or ``O``; IOB1 and IOB2 alike):
 ``seqeval``'s default, conlleval-compatible mode (its ``get_entities`` rules, its micro F1 of the
 chunk counts), with the chunks found by a compiled pass over the tag ids instead of seqeval's
-Python loop over tag strings (100 times faster; the same values, tested against seqeval).
+Python loop over tag strings (20 times faster; the same values, tested against seqeval).
 """
 
 from __future__ import annotations
@@ -86,6 +86,8 @@ def _chunks(sequences, roles, kinds) -> np.ndarray:
     for s in sequences:
         ids[at: at + len(s)] = np.asarray(s).ravel()
         at += len(s) + 1
+    if ids.size and not (ids.min() >= -1 and ids.max() < roles.shape[0] - 1):
+        raise StructpredError(f"tag ids must lie in 0..{roles.shape[0] - 2} (the tag names given)")
     out = np.empty(ids.shape[0] + 1, dtype=np.int64)
     return np.sort(out[: _chunk_keys(ids, roles, kinds, out)])
 

@@ -58,7 +58,7 @@ def test_jobs_settings_and_inputs_of_the_paper_config(paper_config):
     assert sweep["tune"]["params"] == ["L"] and sweep["hyper"]["mu"] == 8   # the swept mu is not tuned
     assert exp.settings(paper_config, "fig2_c1", "BCFW")["tune"]["params"] == []
     inputs = exp.run_inputs(paper_config, "fig5a_c1", "Casimir-SVRG-const_mu=8")
-    assert len(inputs) == 54 and all(d == "tune_c1" and m.startswith("Casimir-SVRG-const_L=") and k == 0
+    assert len(inputs) == 9 * 7 and all(d == "tune_c1" and m.startswith("Casimir-SVRG-const_L=") and k == 0
                                      for d, m, k in inputs)
     # Fig. 5c's prox-centre run is Fig. 2's (same settings, same seed): it reads that job, of its own seed
     assert exp.run_inputs(paper_config, "fig5c_c1", "Casimir-SVRG-const_warm_start=prox-centre") == [

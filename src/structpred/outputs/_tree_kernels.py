@@ -20,10 +20,10 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from structpred.outputs._fastmath import fexp
 from structpred.outputs._chain_kernels import (
     _CUT,
     _EDGE_SCALE,
-    _EXP_ZERO,
     _TINY,
     _argsort_desc,
     _lse,
@@ -111,7 +111,7 @@ def sum_product(parents, U, P, node, edge, with_edges):
     logz = _upward(parents, U, P, inside, mup)
     for j in range(R):
         z = inside[0, j] - logz
-        node[0, j] = np.exp(z) if z > -_CUT else 0.0
+        node[0, j] = fexp(z) if z > -_CUT else 0.0
     for t in range(1, T):
         p = parents[t]
         for a in range(R):
@@ -121,13 +121,13 @@ def sum_product(parents, U, P, node, edge, with_edges):
                 tmp[a] = x[a] + P[t - 1, a, b]
             down[t, b] = _lse(tmp, R)
             z = inside[t, b] + down[t, b] - logz
-            node[t, b] = np.exp(z) if z > -_CUT else 0.0
+            node[t, b] = fexp(z) if z > -_CUT else 0.0
         if with_edges:
             for a in range(R):
                 base = x[a] - logz
                 for b in range(R):
                     z = base + P[t - 1, a, b] + inside[t, b]
-                    edge[t - 1, a, b] = np.exp(z) if z > -_CUT else 0.0
+                    edge[t - 1, a, b] = fexp(z) if z > -_CUT else 0.0
     return logz
 
 
@@ -164,7 +164,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
         sc[e, 2] = rowmax
         for b in range(R):
             d = cm[e, b] + ins[t, b] - m
-            fw[e, b] = np.exp(d) if d > _EXP_ZERO else 0.0
+            fw[e, b] = fexp(d)
         sorted_ = False
         for a in range(R):
             s = 0.0
@@ -196,7 +196,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
             acc[b] = 0.0
         for a in range(R):
             d = xl[e, a] - m
-            f = np.exp(d) if d > _EXP_ZERO else 0.0
+            f = fexp(d)
             ex[e, a] = f
             if f != 0.0:
                 for b in range(R):
@@ -214,14 +214,14 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
     for t in range(T):
         for j in range(R):
             d = ins[t, j] + dn[t, j] - logz
-            node[t, j] = np.exp(d) if d > -_CUT else 0.0
+            node[t, j] = fexp(d) if d > -_CUT else 0.0
     if not with_edges:
         return
     for e in range(T - 1):
         t = e + 1
         k = sc[e, 0] + sc[e, 1] - logz
         if k < np.log(_EDGE_SCALE):
-            k = np.exp(k)
+            k = fexp(k)
             for a in range(R):
                 f = ex[e, a] * k
                 if f != 0.0:
@@ -244,7 +244,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
                     break
                 d = base + thP[e, a, b] + c * P[e, a, b] + wl[b]
                 if d > -_CUT:
-                    edge_acc[e, a, b] += np.exp(d)
+                    edge_acc[e, a, b] += fexp(d)
 
 
 #: a tree's structure and buffers for :func:`~structpred.outputs._chain_kernels.project`

@@ -281,3 +281,66 @@ def test_gbcfw_on_the_exact_game_brackets_agms_optimum():
     assert np.all(primal >= h["dual"].iloc[-1]) and primal.min() < h["primal"].iloc[-1]
     with pytest.raises(StructpredError, match="game"):
         M4N(loss=space, game="nash", n_passes=1).fit(X, Y)
+
+
+def _full_polish_system(parents, P, w, C, u, acol, rows, V, nv, allowed):
+    """The tie equations of :func:`GK.polish` as one dense system over all ``(T - 1) R``
+    multipliers (the reference the grouped solve must match)."""
+    T, R = acol.shape
+    value = lambda t, r: float(acol[t] @ r + w[t] * np.min(C @ r))
+    E, rhs = [], []
+    for t in range(T):
+        children = [c for c in range(t + 1, T) if parents[c] == t]
+        for k in range(1, nv[t]):
+            row = np.zeros((T - 1) * R)
+            for b in range(R):
+                d = V[t, k, b] - V[t, 0, b]
+                for c in children:
+                    row[(c - 1) * R + b] += d
+                if t > 0:
+                    row[(t - 1) * R + rows[t, b]] -= d
+            E.append(row)
+            rhs.append(value(t, V[t, 0]) - value(t, V[t, k]))
+    for t in range(1, T):
+        for b in range(R):
+            a0 = rows[t, b]
+            for a in range(R):
+                if allowed[t, a, b] and a != a0:
+                    row = np.zeros((T - 1) * R)
+                    row[(t - 1) * R + a], row[(t - 1) * R + a0] = 1.0, -1.0
+                    E.append(row)
+                    rhs.append((P[t - 1, a, b] - u[t - 1, a]) - (P[t - 1, a0, b] - u[t - 1, a0]))
+    return np.array(E), np.array(rhs)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_polish_is_the_least_norm_move_of_the_whole_system(shape):
+    """``polish`` solves its tie equations group by group (the edges that a node's vertex
+    equations couple): the same least-norm least-squares move as one solve of the whole system,
+    on tied and all-zero games, whose nodes have several optimal vertices (so groups span several
+    edges), and on generic ones."""
+    R, worst, coupled = 3, 0.0, 0
+    rng = np.random.default_rng(5)
+    C = ref_node_loss("absolute", R)
+    for T in (2, 5, 8):
+        parents = tree_parents(shape, T, seed=T)
+        for scale, tied in SCORES:
+            U = random_scores(rng, (T, R), scale, tied)
+            P = random_scores(rng, (T - 1, R, R), scale, tied)
+            w = np.full(T, 1.0 / 3.0)     # the thirds of the tied scores: ties in the node games
+            u = random_scores(rng, (T - 1, R), scale, tied)
+            acol, rows = np.empty((T, R)), np.empty((T, R), dtype=np.int64)
+            GK.game_dual(parents, U, P, w, GK.ABSOLUTE, u, np.empty((T - 1, R)), np.empty((T, R)), acol, rows,
+                         np.empty(R, dtype=np.int64))
+            V, nv = np.empty((T, GK._MAXV, R)), np.empty(T, dtype=np.int64)
+            allowed = np.zeros((T, R, R), dtype=np.bool_)
+            GK.faces(parents, U, P, w, GK.ABSOLUTE, C, u, 1e-8, acol, rows, V, nv, allowed)
+            out = np.empty_like(u)
+            m = GK.polish(parents, P, w, C, u, acol, rows, V, nv, allowed, out)
+            E, rhs = _full_polish_system(parents, P, w, C, u, acol, rows, V, nv, allowed)
+            assert m == len(rhs)
+            want = u.ravel() + (np.linalg.lstsq(E, rhs, rcond=None)[0] if m else 0.0)
+            worst = max(worst, np.max(np.abs(out.ravel() - want)))
+            coupled += int(nv.max() > 1)
+    assert worst <= 1e-9
+    assert coupled > 0          # some systems had vertex equations that couple edges

@@ -584,12 +584,29 @@ def recover(parents, U, P, w, C, rows, V, nv, allowed, node, edge, nu):
 
 
 @njit(cache=True)
+def _find(root, e):
+    """Union-find: the representative of edge ``e``'s block (with path halving)."""
+    while root[e] != e:
+        root[e] = root[root[e]]
+        e = root[e]
+    return e
+
+
+@njit(cache=True)
 def polish(parents, P, w, C, u, acol, rows, V, nv, allowed, out):
     """``out = u + delta`` with ``delta`` the least-norm move that makes the optimal pieces of
     :func:`faces` exactly tied: the vertices of each node equal in value, the allowed parent
     labels of each column equal in ``P_{t-1}[a, b] - u_{t-1}[a]``.  When the pieces are the
     optimal ones, the dual is constant on that affine set near the optimum (a convex combination
-    of their gradients vanishes), so ``out`` is a minimiser; returns the number of equations."""
+    of their gradients vanishes), so ``out`` is a minimiser; returns the number of equations.
+
+    ``delta``'s blocks are the edges' multipliers ``delta_{t-1} (R,)``: a column's equations hold
+    one block, a node's vertex equations its own edge's and its children's.  The least-norm
+    least-squares problem splits over the connected groups of blocks, each solved on its own
+    (``np.linalg.lstsq`` of its rows and columns; on a cold start's ties, hundreds of rows in
+    blocks of ``R`` columns, instead of one system over all ``(T - 1) R`` columns).  Singular
+    values below numpy's default cutoff count as zero, so dependent equations (ties) still give
+    the least-norm move."""
     T, R = acol.shape
     n = (T - 1) * R
     m = 0
@@ -605,10 +622,19 @@ def polish(parents, P, w, C, u, acol, rows, V, nv, allowed, out):
         return 0
     E = np.zeros((m, n))
     rhs = np.zeros(m)
+    block = np.empty(m, dtype=np.int64)     # an edge of each row's group
+    root = np.arange(T - 1)
     i = 0
     for t in range(T):
         if nv[t] < 2:
             continue
+        first = t - 1
+        for c in range(t + 1, T):
+            if parents[c] == t:
+                if first < 0:
+                    first = c - 1
+                else:
+                    root[_find(root, c - 1)] = _find(root, first)
         v0 = _node_value(acol[t], w[t], C, V[t, 0])
         for k in range(1, nv[t]):
             # sum_b (V_k - V_0)[b] (sum_{c in ch(t)} delta_c[b] - delta_t[rows[t, b]]) = v0 - v_k
@@ -622,6 +648,7 @@ def polish(parents, P, w, C, u, acol, rows, V, nv, allowed, out):
                 if t > 0:
                     E[i, (t - 1) * R + rows[t, b]] -= d
             rhs[i] = v0 - _node_value(acol[t], w[t], C, V[t, k])
+            block[i] = max(first, 0)
             i += 1
     for t in range(1, T):
         for b in range(R):
@@ -631,11 +658,29 @@ def polish(parents, P, w, C, u, acol, rows, V, nv, allowed, out):
                     E[i, (t - 1) * R + a] = 1.0
                     E[i, (t - 1) * R + a0] = -1.0
                     rhs[i] = (P[t - 1, a, b] - u[t - 1, a]) - (P[t - 1, a0, b] - u[t - 1, a0])
+                    block[i] = t - 1
                     i += 1
-    delta = np.linalg.lstsq(E, rhs)[0]
-    for t in range(T - 1):
-        for a in range(R):
-            out[t, a] += delta[t * R + a]
+    group = np.empty(T - 1, dtype=np.int64)
+    for e in range(T - 1):
+        group[e] = _find(root, e)
+    for g in range(T - 1):
+        if group[g] != g:
+            continue
+        edges = np.nonzero(group == g)[0]
+        sel = np.nonzero(group[block] == g)[0]
+        if sel.shape[0] == 0:
+            continue                        # no equation: the least-norm move is 0
+        cols = np.empty(edges.shape[0] * R, dtype=np.int64)
+        for k in range(edges.shape[0]):
+            for a in range(R):
+                cols[k * R + a] = edges[k] * R + a
+        Es = np.empty((sel.shape[0], cols.shape[0]))
+        for r in range(sel.shape[0]):
+            for j in range(cols.shape[0]):
+                Es[r, j] = E[sel[r], cols[j]]
+        delta = np.linalg.lstsq(Es, rhs[sel], rcond=max(Es.shape) * np.finfo(np.float64).eps)[0]
+        for j in range(cols.shape[0]):
+            out[cols[j] // R, cols[j] % R] += delta[j]
     return m
 
 

@@ -1,10 +1,10 @@
-"""The kernels' inlined ``exp`` (:mod:`structpred.outputs._fastmath`) against numpy's."""
+"""The kernels' inlined ``exp`` and ``log`` (:mod:`structpred.outputs._fastmath`) against numpy's."""
 
 import numpy as np
 import pytest
 from numba import njit
 
-from structpred.outputs._fastmath import fexp
+from structpred.outputs._fastmath import fexp, flog
 
 
 @njit(cache=True)
@@ -43,3 +43,32 @@ def test_special_arguments():
     assert np.isfinite(got[6]) and got[7] == got[8] == got[9] == np.inf and np.isnan(got[10])
     assert got[11] > 0.0                              # the smallest subnormals are not flushed
     assert np.all(_ulps(got[[6, 11, 12, 13, 14]], want[[6, 11, 12, 13, 14]]) <= 1.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _flog_all(x, out):
+    for i in range(x.shape[0]):
+        out[i] = flog(x[i])
+
+
+@pytest.mark.parametrize("lo, hi", [(0.5, 2.0), (0.999, 1.001), (1e-300, 1e-100), (1e-3, 30.0), (1.0, 1e308),
+                                    (2.2250738585072014e-308, 1e-300)])
+def test_log_within_one_ulp_of_numpy(lo, hi):
+    """Log-uniform arguments around 1 (where ``log`` is near 0), over the scaled sums' range and
+    the whole normal range down to the smallest normal: at most 1 ulp from numpy's ``log``."""
+    x = np.exp(np.random.default_rng(1).uniform(np.log(lo), np.log(hi), 200_000))
+    got = np.empty_like(x)
+    _flog_all(x, got)
+    want = np.log(x)
+    ulps = _ulps(got, want)
+    assert ulps.max() <= 1.0
+    assert np.mean(ulps == 0) > 0.9
+
+
+def test_log_exact_values():
+    """``log(1) = 0`` exactly, ``log(2^k) = k ln 2`` to 1 ulp, at the bounds of the reduced range."""
+    x = np.array([1.0, 2.0, 0.5, 2.0 ** -1022, 2.0 ** 1023, np.sqrt(2.0), np.sqrt(0.5), np.nextafter(np.sqrt(2.0), 2)])
+    got = np.empty_like(x)
+    _flog_all(x, got)
+    assert got[0] == 0.0
+    assert np.all(_ulps(got[1:], np.log(x[1:])) <= 1.0)

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from structpred.outputs._fastmath import fexp
+from structpred.outputs._fastmath import fexp, flog
 
 
 @njit(cache=True)
@@ -127,6 +127,29 @@ def top_k_viterbi(U, P, K, Y, S):
 _CUT = 40.0
 
 
+@njit(cache=True, inline="always")
+def _row_max(x):
+    """``max(x)`` (``len(x) >= 1``) over four interleaved partial maxima: the same value as one
+    running max (max is exact and order-free), without its chain of dependent compares."""
+    n = x.shape[0]
+    m0 = m1 = m2 = m3 = x[0]
+    i = 0
+    while i + 4 <= n:
+        a, b, c, d = x[i], x[i + 1], x[i + 2], x[i + 3]
+        m0 = a if a > m0 else m0
+        m1 = b if b > m1 else m1
+        m2 = c if c > m2 else m2
+        m3 = d if d > m3 else m3
+        i += 4
+    while i < n:
+        a = x[i]
+        m0 = a if a > m0 else m0
+        i += 1
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    return m2 if m2 > m0 else m0
+
+
 @njit(cache=True)
 def _lse(x, n):
     """``log sum_j exp(x[j])`` over the first ``n`` entries; terms ``_CUT`` nats below the max are
@@ -229,15 +252,12 @@ def _log_softmax_rows(z, out):
     """Row-wise ``z -= logsumexp(z)`` and ``out = exp(z)`` (one exp per entry)."""
     T, R = z.shape
     for t in range(T):
-        m = z[t, 0]
-        for j in range(1, R):
-            m = max(m, z[t, j])
+        m = _row_max(z[t])
+        for j in range(R):      # the exps in a loop of their own vectorise; the sum keeps its order
+            out[t, j] = fexp(z[t, j] - m)
         s = 0.0
         for j in range(R):
-            d = z[t, j] - m
-            e = fexp(d)
-            out[t, j] = e
-            s += e
+            s += out[t, j]
         inv = 1.0 / s
         shift = m + np.log(s)
         for j in range(R):
@@ -330,7 +350,7 @@ def _step_potentials(E, cm, G, gm, thP, P, c):
             cm[t, b] = m
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")   # flog's division: no zero check, so its loops vectorise
 def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, ex, fw, sc, work,
                     order, arows, thPT, PT):
     """Marginals of the chain with natural parameters ``(thU, thP + c P)``: unary marginals to
@@ -348,16 +368,17 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
     0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters.
     ``thPT``, ``PT``: contiguous transposes of ``thP``, ``P`` (per edge), so that the backward
-    pass's :func:`_top_two` reads rows, as the forward pass does.
+    pass's :func:`_top_two` reads rows, as the forward pass does, and a forward rescue reads its
+    column as a row.  The logs of a step's scaled sums are taken all at once by
+    :func:`~structpred.outputs._fastmath.flog` (a vectorised loop; an entry below ``_TINY`` is
+    rescued instead and ignores its log).
     """
     T, R = thU.shape
-    acc, wl, tmp, m1, m2 = work[0], work[1], work[2], work[3], work[4]
+    acc, wl, tmp, m1, m2, lg = work[0], work[1], work[2], work[3], work[4], work[5]
     for j in range(R):
         la[0, j] = thU[0, j]
     for t in range(1, T):
-        m = la[t - 1, 0]
-        for a in range(1, R):
-            m = max(m, la[t - 1, a])
+        m = _row_max(la[t - 1])
         sc[t - 1, 0] = m
         for a in range(R):
             d = la[t - 1, a] - m
@@ -371,10 +392,12 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 for b in range(R):
                     acc[b] += f * E[t - 1, a, b]
         ranked = False
+        for b in range(R):      # every log at once (vectorised; an entry below _TINY discards its own)
+            lg[b] = flog(acc[b])
         for b in range(R):
             s = acc[b]
             if s > _TINY:
-                la[t, b] = m + np.log(s) + cm[t - 1, b] + thU[t, b]
+                la[t, b] = m + lg[b] + cm[t - 1, b] + thU[t, b]
                 continue
             if not ranked:
                 _top_two(la[t - 1], thP[t - 1], P[t - 1], c, m1, m2)
@@ -382,27 +405,27 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             if not m2[b] > m1[b] - _CUT:    # one term counts: the log-sum-exp is its value
                 la[t, b] = thU[t, b] + (m1[b] + 0.0)
                 continue
-            v = _lse_of_two(la[t - 1], thP[t - 1, :, b], P[t - 1, :, b], c, m1[b], m2[b])
+            v = _lse_of_two(la[t - 1], thPT[t - 1, b], PT[t - 1, b], c, m1[b], m2[b])   # column b, contiguous
             if v == v:                      # two terms count
                 la[t, b] = thU[t, b] + v
                 continue
             if not sorted_:
                 _argsort_desc(la[t - 1], order)
                 sorted_ = True
-            la[t, b] = thU[t, b] + _pruned_lse(la[t - 1], thP[t - 1, :, b], P[t - 1, :, b], c,
+            la[t, b] = thU[t, b] + _pruned_lse(la[t - 1], thPT[t - 1, b], PT[t - 1, b], c,
                                                cm[t - 1, b], order, tmp)
     logz = _lse(la[T - 1], R)
     for j in range(R):
         lb[T - 1, j] = 0.0
     for t in range(T - 2, -1, -1):
-        m = -np.inf
         for b in range(R):
-            m = max(m, cm[t, b] + thU[t + 1, b] + lb[t + 1, b])
+            wl[b] = cm[t, b] + thU[t + 1, b] + lb[t + 1, b]
+        m = _row_max(wl)
         sc[t, 1] = m
+        for b in range(R):
+            fw[t, b] = fexp(wl[b] - m)
         rowmax = cm[t, 0]
         for b in range(R):
-            d = cm[t, b] + thU[t + 1, b] + lb[t + 1, b] - m
-            fw[t, b] = fexp(d)
             rowmax = max(rowmax, cm[t, b])
         sc[t, 2] = rowmax       # bounds every pairwise parameter of edge t
         sorted_ = False
@@ -415,9 +438,11 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 for a in range(R):
                     acc[a] += E[t, a, b] * f
         for a in range(R):
+            lg[a] = flog(acc[a])
+        for a in range(R):
             s = acc[a]
             if s > _TINY:
-                lb[t, a] = m + np.log(s)
+                lb[t, a] = m + lg[a]
                 continue
             if not ranked:
                 for b in range(R):
@@ -494,11 +519,15 @@ def _top_two(base, pot, slope, c, m1, m2):
         m2[b] = -np.inf
     for a in range(n):
         ba = base[a]
-        for b in range(R):
-            x = ba + pot[a, b] + c * slope[a, b]
-            lo = min(m1[b], x)
-            m1[b] = max(m1[b], x)
-            m2[b] = max(m2[b], lo)
+        pa = pot[a]
+        sa = slope[a]
+        for b in range(R):      # compares and selects only: the loop vectorises
+            x = ba + pa[b] + c * sa[b]
+            o1 = m1[b]
+            o2 = m2[b]
+            lo = x if x < o1 else o1
+            m1[b] = o1 if x < o1 else x
+            m2[b] = lo if lo > o2 else o2
 
 
 @njit(cache=True)
@@ -636,7 +665,7 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
                 thPT[t, b, a] = thP[t, a, b]
                 PT[t, b, a] = P[t, a, b]
     graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)),
-                       np.empty((5, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), thPT, PT)
+                       np.empty((6, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), thPT, PT)
     spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar)
 
 

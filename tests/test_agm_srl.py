@@ -50,9 +50,13 @@ def test_the_orders_table_runs_each_order_with_agm_srl_settings():
     exp, base = get("agm_srl_orders"), get("agm_srl")
     jobs = exp.jobs(CONFIG)
     assert jobs == [(f"order{k}", m, 0) for k in range(5) for m in ("AGM", "CRF", "SSVM")]   # M4N: agm_srl only
+    grid = CONFIG["agm_srl_orders"]["lambdas"]
+    s = exp.settings(CONFIG, "order3", "AGM")
+    assert s == {**base.settings(CONFIG, "conll2005", "AGM"), "class_order_seed": 3, "lambdas": grid}
+    # SSVM's grid alone is widened below (order 2 chose 1e-6): the other methods' jobs keep their settings
     s = exp.settings(CONFIG, "order3", "SSVM")
-    assert s == {**base.settings(CONFIG, "conll2005", "SSVM"), "class_order_seed": 3,
-                 "lambdas": CONFIG["agm_srl_orders"]["lambdas"]}
+    assert s == {**base.settings(CONFIG, "conll2005", "SSVM"), "class_order_seed": 3, "lambdas": [*grid, 1e-7, 1e-8]}
+    assert "extra_lambdas" not in s
     assert exp.resumable and base.resumable
     with pytest.raises(ConfigError, match="'order9' is not a class order of agm_srl_orders"):
         exp.settings(CONFIG, "order9", "AGM")

@@ -106,7 +106,11 @@ class SemanticRoleLabelling(Experiment):
 
     def settings(self, config, dataset, method):
         block = self.block(config)
-        return {k: block[k] for k in self.KEYS if k in block}
+        settings = {k: block[k] for k in self.KEYS if k in block}
+        extra = (block.get("extra_lambdas") or {}).get(method)
+        if extra:   # a method's grid widened where the rule chose its edge; the others' jobs keep theirs
+            settings["lambdas"] = [*settings["lambdas"], *extra]
+        return settings
 
     resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
     # solver state after every pass: a stopped job resumes

@@ -55,6 +55,51 @@ def linear_add(X, i, W, coef):
                 W[a, j] += xa * coef[j]
 
 
+@njit(cache=True)
+def sequence_scores(frames, a, b, row0, W, v):
+    """``v = [U | P]`` of the frames ``a <= t < b`` (:class:`SequenceJoint` without edge
+    features): ``U_t = W[row0: row0 + d]^T x_t``, every ``P_t`` the last ``R`` rows of ``W``."""
+    T = b - a
+    d = frames.shape[1]
+    R = W.shape[1]
+    U = v[: T * R].reshape(T, R)
+    for t in range(T):
+        for j in range(R):
+            U[t, j] = 0.0
+        for f in range(d):
+            xf = frames[a + t, f]
+            if xf != 0.0:
+                for j in range(R):
+                    U[t, j] += xf * W[row0 + f, j]
+    top = W.shape[0] - R
+    for t in range(T - 1):
+        base = T * R + t * R * R
+        for r in range(R):
+            for j in range(R):
+                v[base + r * R + j] = W[top + r, j]
+
+
+@njit(cache=True)
+def sequence_add(frames, a, b, row0, W, c):
+    """``W += Psi c`` for the frames ``a <= t < b`` (:class:`SequenceJoint` without edge
+    features): ``W[row0 + f] += sum_t x_t[f] c_U[t]``, the last ``R`` rows ``+= sum_t c_P[t]``."""
+    T = b - a
+    d = frames.shape[1]
+    R = W.shape[1]
+    for t in range(T):
+        for f in range(d):
+            xf = frames[a + t, f]
+            if xf != 0.0:
+                for j in range(R):
+                    W[row0 + f, j] += xf * c[t * R + j]
+    top = W.shape[0] - R
+    for t in range(T - 1):
+        base = T * R + t * R * R
+        for r in range(R):
+            for j in range(R):
+                W[top + r, j] += c[base + r * R + j]
+
+
 class LinearJoint:
     """``v_i = W^T x_i`` with ``W (d, k)``: the joint feature ``x_i phi(y)^T``."""
 

@@ -589,8 +589,39 @@ def _project_chain(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
         return impl
 
 
+@njit(cache=True, error_model="numpy")   # flog's loops vectorise
+def _mix_state(graph, thU, E, cm, thP, P, c, lnu, eps, node_coef, node):
+    """The warm state ``(thU, thP + c P, lnu)`` mixed in place with the uniform distribution in
+    the mean parameters (``NodeLoss.mix_warm_state``): marginals ``m`` of ``(thU, thP + c P)`` by
+    :func:`project` on the scaled potentials ``E``, ``cm``, then ``(1 - eps) m + eps / R`` (``eps /
+    R^2`` on the edges) mapped back to the canonical parameters, ``log m_e`` on the edges and
+    ``(1 - deg_t) log m_t`` on the nodes (:func:`flog`: the mixed entries are at least ``eps /
+    R^2``); ``lnu <- logaddexp(lnu + log(1 - eps), log(eps / R))``."""
+    T, R = thU.shape
+    edge = np.zeros((max(T - 1, 1), R, R))
+    project(graph, thU, E, cm, thP, P, c, node, edge, True)
+    for t in range(T):
+        for j in range(R):
+            thU[t, j] = flog(node[t, j] * (1.0 - eps) + eps / R) * node_coef[t]
+    for t in range(T - 1):
+        for a in range(R):
+            for b in range(R):
+                thP[t, a, b] = flog(edge[t, a, b] * (1.0 - eps) + eps / (R * R))
+    la = np.log1p(-eps)
+    lb = np.log(eps / R)
+    for t in range(T):
+        for j in range(R):
+            x = lnu[t, j] + la
+            if x == lb:
+                lnu[t, j] = x + np.log(2.0)
+            elif x > lb:
+                lnu[t, j] = x + np.log1p(np.exp(lb - x))
+            else:
+                lnu[t, j] = lb + np.log1p(np.exp(x - lb))
+
+
 @njit(cache=True)
-def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
+def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix, node_coef):
     """SP-MP (M4N Algorithm 2, App. G.2) for ``max_mu min_nu sum_t nu_t^T Lw_t mu_t + <v, mu>`` on
     the marginal polytope of ``graph`` (a chain, a tree: its :func:`project`).
 
@@ -603,7 +634,9 @@ def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, 
     kept as scaled potentials (:func:`_step_potentials`, no exp per entry) and written to ``thP``
     at the end.  The state arrays ``thU (T, R)``, ``thP (T-1, R, R)``, ``lnu (T, R)`` hold the
     last iterates and are updated in place (warm start); the averages of the half-step iterates
-    are written to ``mu_node``, ``mu_edge``, ``nu_bar``.
+    are written to ``mu_node``, ``mu_edge``, ``nu_bar``.  With ``mix > 0`` the state is then mixed
+    with the uniform distribution (``mix_warm_state``, ``node_coef[t] = 1 - deg_t``), the last
+    iterate's marginals taken from the scaled potentials at hand.
     """
     T, R = U.shape
     Tm = max(T - 1, 1)
@@ -622,6 +655,8 @@ def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, 
     if n_iter == 0:
         mu_node[:] = cur
         nu_bar[:] = nu
+        if mix > 0.0:
+            _mix_state(graph, thU, E, cm, thP, P, 0.0, lnu, mix, node_coef, cur)
         return
     hU = np.empty((T, R))
     hnode = np.empty((T, R))
@@ -642,10 +677,13 @@ def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, 
         mu_node += hnode
         nu_bar += hnu
     c = n_iter * eta
-    for t in range(T - 1):
-        for a in range(R):
-            for b in range(R):
-                thP[t, a, b] += c * P[t, a, b]
+    if mix > 0.0:
+        _mix_state(graph, thU, E, cm, thP, P, c, lnu, mix, node_coef, cur)
+    else:
+        for t in range(T - 1):
+            for a in range(R):
+                for b in range(R):
+                    thP[t, a, b] += c * P[t, a, b]
     inv = 1.0 / n_iter
     mu_node *= inv
     mu_edge *= inv
@@ -653,8 +691,8 @@ def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, 
 
 
 @njit(cache=True)
-def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
-    """:func:`spmp_iterations` on the chain."""
+def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix=0.0):
+    """:func:`spmp_iterations` on the chain (``mix``: the warm state's mix, see there)."""
     T, R = U.shape
     Tm = max(T - 1, 1)
     thPT = np.empty((Tm, R, R))     # the pairwise parameters as the backward pass reads them; thP
@@ -666,7 +704,9 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
                 PT[t, b, a] = P[t, a, b]
     graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)),
                        np.empty((6, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), thPT, PT)
-    spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar)
+    coef = np.full(T, -1.0)
+    coef[0] = coef[T - 1] = 0.0 if T > 1 else 1.0
+    spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix, coef)
 
 
 @njit(cache=True)

@@ -140,9 +140,23 @@ def _maxmin(b, game, i, v, mubar):
     return lo
 
 
+@_implements(compiled.block)
+def _block(b, mu, i):
+    return mu[i]
+
+
+@_implements(compiled.block_size)
+def _block_size(b):
+    return b.A.shape[0]
+
+
 @_implements(compiled.lines)
-def _lines(b, m, out):
-    matvec(b.A, b.kind, m, out)
+def _lines(b, i, m, out, starts):
+    k = m.shape[0]
+    matvec(b.A, b.kind, m, out[:k])
+    starts[0] = 0
+    starts[1] = k
+    return 1
 
 
 @njit(cache=True)
@@ -230,6 +244,16 @@ class MulticlassOracles:
     def bundle(self, oracle=None) -> MulticlassBundle:
         """The arrays of the oracles (the dual passes name no surrogate oracle)."""
         return self._bundle
+
+    @staticmethod
+    def dual_array(mu):
+        """The dual passes' array of blocks: ``mu`` itself, ``(n, k)``."""
+        return mu
+
+    @staticmethod
+    def serves_game(surrogate) -> bool:
+        """Both games of the max-min surrogate (SP-MP and the closed form) are compiled."""
+        return True
 
     def game(self, surrogate) -> MulticlassGame:
         """The max-min oracle of ``surrogate`` (its settings and warm state) for one pass."""

@@ -270,7 +270,7 @@ def spmp(parents, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, 
     graph = TreeGraph(parents, np.empty((T, R)), np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
                       np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)), np.empty((3, R)),
                       np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64))
-    spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar)
+    spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, 0.0, np.empty(0))
 
 
 @njit(cache=True)

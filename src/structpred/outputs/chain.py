@@ -233,11 +233,18 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
 
     def compiled_oracles(self, fmap, y):
         """The compiled oracles of :mod:`structpred.outputs._chain_oracles` for Casimir's hashed
-        window map; ``None`` (generic loops) for any other map."""
+        window map, of :mod:`structpred.outputs._sequence_oracles` for the dense sequence map
+        without edge features; ``None`` (generic loops) for any other map."""
         from structpred.features.hashed import HashedWindowJoint
+        from structpred.features.joint import SequenceJoint
         from structpred.outputs._chain_oracles import HashedChainOracles
+        from structpred.outputs._sequence_oracles import SequenceChainOracles
 
-        return HashedChainOracles(self, fmap, y) if isinstance(fmap, HashedWindowJoint) else None
+        if isinstance(fmap, HashedWindowJoint):
+            return HashedChainOracles(self, fmap, y)
+        if isinstance(fmap, SequenceJoint) and fmap.seq.edges is None:
+            return SequenceChainOracles(self, fmap, y)
+        return None
 
     # --- oracles ------------------------------------------------------------------------
     def decode(self, v):

@@ -9,8 +9,9 @@ takes a loss object.  ``b`` is the bundle, ``i`` a sample, ``W`` the weights, ``
 buffer.  A space implements the functions of the passes it offers (its oracles object's
 ``passes``); calling one it lacks fails at compile time, naming the function.
 
-Dual blocks (BCFW, GBCFW, SDCA): sample ``i``'s dual block ``mu_i`` is a point of the
-simplex over the space's corners ``phi(c) = e_c``, a row of a dense ``(n, k)`` array.
+Dual blocks (BCFW, GBCFW, SDCA): sample ``i``'s dual block ``mu_i`` is :data:`block` of the
+pass's dual array: a row of a dense ``(n, k)`` array (a point of the simplex over the space's
+corners ``phi(c) = e_c``) or, for ragged spaces (a chain's marginals), a slice of one flat array.
 Primal passes (SGD, SVRG): the surrogate's oracle is part of the bundle.
 """
 
@@ -34,6 +35,10 @@ scores = _stub("scores")
 add = _stub("add")
 
 # --- dual blocks -----------------------------------------------------------------------------
+#: ``block(b, mu, i)``: sample ``i``'s dual block, a view of the dual array ``mu``
+block = _stub("block")
+#: ``block_size(b) -> int``: the longest dual block (the passes' buffers)
+block_size = _stub("block_size")
 #: ``loss_augmented(b, i, v) -> s``: ``argmax_c L(y_i, c) + v_c``
 loss_augmented = _stub("loss_augmented")
 #: ``corner(b, i, v, s, mu_i) -> (g, dl, denom)``: the Frank-Wolfe gap ``g = <v, phi(s) - mu_i> +
@@ -56,8 +61,9 @@ norm2 = _stub("norm2")
 #: warm state and work); ``mubar`` receives its answer, ``game.gaps[i]`` its duality gap, and it
 #: returns its value (a lower bound on the game's)
 maxmin = _stub("maxmin")
-#: ``lines(b, m, out)``: ``out_c`` = the loss of corner ``c`` against ``m``, ``(A m)_c``, whose
-#: minimum is ``min_loss(m)`` (one group of lines, see ``MinLossLines``)
+#: ``lines(b, i, m, out, starts) -> nb``: the min-loss lines of block ``i`` against ``m`` (see
+#: ``MinLossLines``) in ``nb`` groups, group ``g`` in ``out[starts[g]:starts[g + 1]]``, whose
+#: minima sum to ``min_loss(m)`` (one group, ``(A m)_c`` per corner ``c``, on the simplex)
 lines = _stub("lines")
 #: ``entropy_block(b, i, v, mu_i, scale, out, work)``: ``out = argmax_m H(m) + <v, m - mu_i> -
 #: scale/2 ||Psi_i (m - mu_i)||^2`` over the simplex (SDCA's exact block step; ``work``: length ``k``)

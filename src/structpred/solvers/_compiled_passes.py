@@ -18,6 +18,7 @@ from functools import partial
 import numpy as np
 from numba import njit
 
+from structpred.errors import StructpredError
 from structpred.outputs import compiled as C
 from structpred.solvers.line_search import envelope_step
 
@@ -163,44 +164,55 @@ def gbcfw_pass(b, game, W, mu, lam, order, t0, line_search, block_gaps, averagin
 
     The max-min oracle (``maxmin``, its settings and state in ``game``) gives the corner ``s``
     and its value ``lo``; ``block_gaps[i]`` receives block ``i``'s Frank-Wolfe gap
-    ``(lo - min_c (A mu_i)_c - v.mu_i) / n``.  With ``averaging``, ``W_avg`` keeps the weighted
-    average of the iterates (:func:`average_weights`).  Returns the new step counter.
+    ``(lo - h(mu_i) - v.mu_i) / n``, ``h`` the sum of the minima of its min-loss line groups.
+    Sample ``i``'s block is ``block(b, mu, i)`` (a row of ``mu``, or a slice of a flat ``mu``
+    for ragged spaces).  With ``averaging``, ``W_avg`` keeps the weighted average of the
+    iterates (:func:`average_weights`).  Returns the new step counter.
     """
-    n, k = mu.shape
-    v = np.empty(k)
-    coef = np.empty(k)
-    mubar = np.empty(k)
-    dvec = np.empty(k)
-    pl = np.empty(k)
-    ql = np.empty(k)
-    starts = np.array([0, k], dtype=np.int64)
+    n = block_gaps.shape[0]
+    kmax = C.block_size(b)
+    v = np.empty(kmax)
+    coef = np.empty(kmax)
+    mubar = np.empty(kmax)
+    dvec = np.empty(kmax)
+    pl = np.empty(kmax)
+    ql = np.empty(kmax)
+    starts = np.empty(kmax + 1, dtype=np.int64)
     scale = 1.0 / (lam * n)
     t = t0
     for p in range(order.shape[0]):
         i = order[p]
-        C.scores(b, i, W, v)
-        lo = C.maxmin(b, game, i, v, mubar)
-        C.lines(b, mu[i], pl)
-        h = pl[0]
+        m = C.block(b, mu, i)
+        k = m.shape[0]
+        vi = v[:k]
+        C.scores(b, i, W, vi)
+        lo = C.maxmin(b, game, i, vi, mubar[:k])
+        nb = C.lines(b, i, m, pl, starts)
+        h = 0.0
+        for g in range(nb):
+            low = pl[starts[g]]
+            for j in range(starts[g] + 1, starts[g + 1]):
+                low = min(low, pl[j])
+            h += low
         vmu = 0.0
         for j in range(k):
-            h = min(h, pl[j])
-            vmu += v[j] * mu[i, j]
+            vmu += v[j] * m[j]
         block_gaps[i] = (lo - h - vmu) / n
         if line_search:
             g0 = 0.0
             for j in range(k):
-                dvec[j] = mubar[j] - mu[i, j]
+                dvec[j] = mubar[j] - m[j]
                 g0 += v[j] * dvec[j]
-            C.lines(b, dvec, ql)
-            gamma = envelope_step(pl, ql, starts, g0, C.norm2(b, i, dvec) * scale)
+            C.lines(b, i, dvec[:k], ql, starts)
+            nl = starts[nb]
+            gamma = envelope_step(pl[:nl], ql[:nl], starts[: nb + 1], g0, C.norm2(b, i, dvec[:k]) * scale)
         else:
             gamma = 2.0 * n / (t + 2.0 * n)
         for j in range(k):
-            coef[j] = gamma * scale * (mu[i, j] - mubar[j])
-        C.add(b, i, W, coef)
+            coef[j] = gamma * scale * (m[j] - mubar[j])
+        C.add(b, i, W, coef[:k])
         for j in range(k):
-            mu[i, j] = (1.0 - gamma) * mu[i, j] + gamma * mubar[j]
+            m[j] = (1.0 - gamma) * m[j] + gamma * mubar[j]
         if averaging:
             average_weights(t, W, W_avg)
         t += 1
@@ -338,8 +350,18 @@ class CompiledPasses:
 
     def _gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps, W_avg=None):
         o = self.space_oracles
-        return gbcfw_pass(o.bundle(None), o.game(surrogate), W, mu, lam, order, t0, line_search, gaps,
-                          W_avg is not None, np.zeros((1, 1)) if W_avg is None else W_avg)
+        t = gbcfw_pass(o.bundle(None), o.game(surrogate), W, o.dual_array(mu), lam, order, t0, line_search, gaps,
+                       W_avg is not None, np.zeros((1, 1)) if W_avg is None else W_avg)
+        if not np.all(np.isfinite(W)):
+            raise StructpredError("scores contain NaN or infinite values")
+        return t
+
+    def serves(self, name, surrogate=None) -> bool:
+        """Whether the pass ``name`` is compiled here, for ``surrogate``'s oracle where it calls
+        one (GBCFW: the oracles' ``serves_game``; no surrogate named: whether any is served)."""
+        if not hasattr(self, name):
+            return False
+        return name != "gbcfw_pass" or surrogate is None or self.space_oracles.serves_game(surrogate)
 
     def _sdca_pass(self, W, mu, lam, order):
         sdca_pass(self.space_oracles.bundle(None), W, mu, lam, order)

@@ -82,15 +82,19 @@ DUAL_LOOPS = ("bcfw_pass", "bcfw_pairwise_pass", "gbcfw_pass", "sdca_pass")
 
 class GenericKernels:
     """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``
-    (labels ``y``); each loop that ``compiled`` (the space's compiled passes) has replaces the
-    generic one, and so do its ``corner`` / ``toward`` (BCFW's step on one block)."""
+    (labels ``y``); each loop that ``compiled`` (the space's compiled passes) serves, for the
+    max-min ``surrogate`` where the loop calls its oracle, replaces the generic one, and so do its
+    ``corner`` / ``toward`` (BCFW's step on one block)."""
 
-    def __init__(self, space, fmap, y, compiled=None):
+    def __init__(self, space, fmap, y, compiled=None, surrogate=None):
         self.space = space
         self.fmap = fmap
         self.y = y
         self.active = None  # per-block active sets of the pairwise steps (created on first use)
-        for name in DUAL_LOOPS + ("corner", "toward"):
+        for name in DUAL_LOOPS:
+            if compiled is not None and compiled.serves(name, surrogate):
+                setattr(self, name, getattr(compiled, name))
+        for name in ("corner", "toward"):
             if hasattr(compiled, name):
                 setattr(self, name, getattr(compiled, name))
 

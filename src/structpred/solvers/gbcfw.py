@@ -54,7 +54,7 @@ class GBCFW(GapSampling, StepRule):
         super().init(problem)
         if self.step == "line_search":
             require(problem.space, MinLossLines, "GBCFW's line search")
-        self.kernels = problem.pass_kernels()
+        self.kernels = problem.pass_kernels(self.surrogate)
         self.mu = problem.init_dual()
         self.surrogate.init_state(problem.n)
         self.W_avg = np.zeros(problem.fmap.weight_shape) if self.averaging else None

@@ -39,10 +39,11 @@ class Problem:
         oracles = self.space.compiled_oracles(self.fmap, self.y)
         return None if oracles is None else CompiledPasses(oracles)
 
-    def pass_kernels(self):
+    def pass_kernels(self, surrogate=None):
         """Per-pass loops of the dual solvers: the compiled ones where the space's oracles serve
-        them for this map, else the generic loop over its public oracles."""
-        return GenericKernels(self.space, self.fmap, self.y, self.compiled)
+        them for this map (and for the max-min ``surrogate``'s oracle, GBCFW's), else the generic
+        loop over its public oracles."""
+        return GenericKernels(self.space, self.fmap, self.y, self.compiled, surrogate)
 
     def primal_kernels(self, surrogate):
         """The compiled passes when the space's oracles compile the surrogate's oracle

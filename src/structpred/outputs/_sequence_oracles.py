@@ -1,0 +1,234 @@
+"""A chain's compiled oracles (:mod:`structpred.outputs.compiled`) on the dense sequence map
+(per-position features, one transition matrix: OCR).
+
+:class:`SequenceChainOracles` binds them to a :class:`~structpred.outputs.Chain`, a
+:class:`~structpred.features.joint.SequenceJoint` without edge features and the labels
+(``Chain.compiled_oracles`` returns it); GBCFW's compiled pass runs on its bundle with the SP-MP
+max-min oracle.  The dual blocks are ragged (sample ``i``'s marginals ``[mu_U (T_i, R) | mu_P
+(T_i - 1, R, R)]``), so the pass works on one flat array of them, ``mu[mo[i]:mo[i + 1]]``, and the
+SP-MP warm states ``(theta, log nu)`` on two more (``theta`` at ``mo``, ``log nu`` at ``R off``):
+:meth:`SequenceChainOracles.dual_array` and :meth:`~SequenceChainOracles.game` rebind the
+solver's and the surrogate's per-sample lists to views of them, so both keep seeing their blocks.
+
+One oracle call is the generic one (``Chain._max_min_one`` then ``Chain.mix_warm_state``):
+SP-MP with ``n_iter T`` iterations from the warm state, the averages made exactly feasible, the
+lower bound ``sum_t w_t min_j (C mu_t)_j + <v, mu>``, the upper bound by Viterbi against ``nu``,
+and the warm state mixed with the uniform distribution in the mean parameters, folded into the
+kernel (the last iterate's marginals from its scaled potentials, not a separate sum-product).
+The same math, but sums the generic path leaves to BLAS or numpy run in loops here, so results
+agree to round-off, not bitwise (``tests/test_sequence_oracles.py``).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from structpred.errors import StructpredError
+from structpred.features.joint import sequence_add, sequence_scores
+from structpred.outputs import compiled
+from structpred.outputs._chain_kernels import spmp, viterbi
+from structpred.outputs._tree_kernels import make_feasible
+
+#: the arrays of the oracles: frames, sequence offsets, block offsets ``mo``, each sample's first
+#: weight row, labels, position weights (flat), node loss, its kind, SP-MP's step per sample,
+#: and work for the norm
+SequenceChainBundle = namedtuple("SequenceChainBundle", ["frames", "off", "mo", "row0", "pw", "C", "kind", "eta",
+                                                         "work"])
+#: SP-MP's settings, the flat warm states, the per-sample gaps and work (per pass)
+SequenceChainGame = namedtuple("SequenceChainGame", ["n_iter", "per_node", "warm", "warm_mix", "LMU", "LNU", "gaps",
+                                                     "Lw", "nu", "Ua", "lab", "parents"])
+
+
+def _implements(stub):
+    return compiled.implements(stub, SequenceChainBundle)
+
+
+@_implements(compiled.block)
+def _block(b, mu, i):
+    return mu[b.mo[i]: b.mo[i + 1]]
+
+
+@_implements(compiled.block_size)
+def _block_size(b):
+    size = 1
+    for i in range(b.mo.shape[0] - 1):
+        size = max(size, b.mo[i + 1] - b.mo[i])
+    return size
+
+
+@_implements(compiled.scores)
+def _scores(b, i, W, v):
+    sequence_scores(b.frames, b.off[i], b.off[i + 1], b.row0[i], W, v)
+
+
+@_implements(compiled.add)
+def _add(b, i, W, c):
+    sequence_add(b.frames, b.off[i], b.off[i + 1], b.row0[i], W, c)
+
+
+@_implements(compiled.norm2)
+def _norm2(b, i, c):
+    """``||Psi_i c||^2`` (``b.work``: the weights' shape, zeroed again after use)."""
+    b.work[:] = 0.0
+    sequence_add(b.frames, b.off[i], b.off[i + 1], 0, b.work, c)
+    s = 0.0
+    w = b.work.reshape(b.work.size)
+    for j in range(w.shape[0]):
+        s += w[j] * w[j]
+    return s
+
+
+@_implements(compiled.lines)
+def _lines(b, i, m, out, starts):
+    """One group of ``R`` lines per node: ``out[t R + j] = w_t (C m_t)_j`` (``Chain.min_loss_lines``)."""
+    a = b.off[i]
+    T = b.off[i + 1] - a
+    R = b.C.shape[0]
+    for t in range(T):
+        w = b.pw[a + t]
+        for j in range(R):
+            s = 0.0
+            for r in range(R):
+                s += m[t * R + r] * b.C[j, r]
+            out[t * R + j] = w * s
+        starts[t] = t * R
+    starts[T] = T * R
+    return T
+
+
+@_implements(compiled.maxmin)
+def _maxmin(b, game, i, v, mubar):
+    """SP-MP on sample ``i`` from its warm state (cold without ``warm``), as ``Chain._max_min_one``;
+    ``game.gaps[i]`` receives the upper minus the lower bound; then the warm state is mixed
+    (``warm_mix``).  Returns the lower bound (NaN, and a NaN answer, on non-finite scores)."""
+    for j in range(v.shape[0]):
+        if not np.isfinite(v[j]):      # the pass's caller raises on the weights that follow
+            mubar[:] = np.nan
+            game.gaps[i] = np.nan
+            return np.nan
+    a = b.off[i]
+    T = b.off[i + 1] - a
+    R = b.C.shape[0]
+    U = v[: T * R].reshape(T, R)
+    P = v[T * R:].reshape(T - 1, R, R)
+    th = game.LMU[b.mo[i]: b.mo[i + 1]]
+    thU = th[: T * R].reshape(T, R)
+    thP = th[T * R:].reshape(T - 1, R, R)
+    lnu = game.LNU[R * a: R * (a + T)].reshape(T, R)
+    if not game.warm:
+        th[:] = 0.0
+        lnu[:] = -np.log(R)
+    Lw = game.Lw[:T]
+    for t in range(T):
+        for r in range(R):
+            for j in range(R):
+                Lw[t, r, j] = b.pw[a + t] * b.C[r, j]
+    node = mubar[: T * R].reshape(T, R)
+    edge = mubar[T * R:].reshape(T - 1, R, R)
+    nu = game.nu[:T]
+    n_iter = game.n_iter * T if game.per_node else game.n_iter
+    # the warm state's mix happens in the kernel, after the iterations: the bounds below use
+    # only the averages, which it leaves alone
+    spmp(U, P, Lw, b.kind, b.eta[i], n_iter, thU, thP, lnu, node, edge, nu, game.warm_mix if game.warm else 0.0)
+    make_feasible(game.parents[:T], node, edge, nu)
+    lower = 0.0
+    for t in range(T):
+        low = np.inf
+        for j in range(R):
+            s = 0.0
+            for r in range(R):
+                s += node[t, r] * b.C[j, r]
+            low = min(low, s)
+        lower += b.pw[a + t] * low
+    vmu = 0.0
+    for j in range(mubar.shape[0]):
+        vmu += v[j] * mubar[j]
+    lower += vmu
+    Ua = game.Ua[:T]
+    for t in range(T):
+        for j in range(R):
+            s = 0.0
+            for r in range(R):
+                s += nu[t, r] * b.C[r, j]
+            Ua[t, j] = U[t, j] + b.pw[a + t] * s
+    upper = viterbi(Ua, P, game.lab[:T])
+    game.gaps[i] = upper - lower
+    return lower
+
+
+def _rebind(rows, flat, offsets, fill):
+    """``flat`` holding ``rows`` (a list, rebound in place to views of ``flat``; ``None`` rows:
+    ``fill``); a new flat array unless ``rows`` are views of ``flat`` already."""
+    if flat is not None and all(r is not None and r.base is flat for r in rows):
+        return flat
+    flat = np.empty(offsets[-1])
+    for i, r in enumerate(rows):
+        part = flat[offsets[i]: offsets[i + 1]]
+        if r is None:
+            part[:] = fill
+        elif np.shape(r) != part.shape:
+            raise StructpredError(f"block {i} has shape {np.shape(r)}, expected {part.shape}")
+        else:
+            part[:] = r
+        rows[i] = part
+    return flat
+
+
+class SequenceChainOracles:
+    """The oracles above bound to a chain space, a :class:`SequenceJoint` without edge features
+    and the checked labels."""
+
+    #: the compiled passes its oracles serve
+    passes = ("gbcfw_pass",)
+    #: no compiled primal passes: the primal rules step through the surrogate
+    oracles = ()
+
+    def __init__(self, space, fmap, y):
+        seq = fmap.seq
+        self.space = space
+        self.n = fmap.n
+        R = space.n_labels
+        lengths = np.diff(seq.offsets).astype(np.int64)
+        dims = lengths * R + (lengths - 1) * R * R
+        groups = np.zeros(self.n, dtype=np.int64) if seq.groups is None else np.asarray(seq.groups, dtype=np.int64)
+        self._bundle = SequenceChainBundle(
+            np.ascontiguousarray(seq.frames, dtype=np.float64), np.asarray(seq.offsets, dtype=np.int64),
+            np.concatenate([[0], np.cumsum(dims)]).astype(np.int64), groups * seq.n_features,
+            np.concatenate([space.position_weights(int(T)) for T in lengths]), np.ascontiguousarray(space.node_loss),
+            np.int64(space._kind), np.array([space.spmp_step(int(T)) for T in lengths]),
+            np.zeros(fmap.weight_shape))
+        self.Tmax = int(lengths.max())
+        self._mu = self._lmu = self._lnu = None
+
+    def bundle(self, oracle=None) -> SequenceChainBundle:
+        """The arrays of the oracles (the dual passes name no surrogate oracle)."""
+        return self._bundle
+
+    def dual_array(self, mu) -> np.ndarray:
+        """The solver's blocks (a list) as one flat array, the list rebound to views of it."""
+        self._mu = _rebind(mu, self._mu, self._bundle.mo, np.nan)
+        return self._mu
+
+    @staticmethod
+    def serves_game(surrogate) -> bool:
+        """SP-MP is compiled; the exact game runs in the generic loop."""
+        return surrogate.game == "spmp"
+
+    def game(self, surrogate) -> SequenceChainGame:
+        """SP-MP's settings and the surrogate's warm states (lists rebound to views of two flat
+        arrays; cold entries ``theta = 0``, ``log nu = -log R``) for one pass."""
+        s = surrogate
+        if not self.serves_game(s):
+            raise StructpredError(f"the compiled GBCFW pass runs SP-MP only, not game={s.game!r}")
+        b = self._bundle
+        R = b.C.shape[0]
+        self._lmu = _rebind(s.LMU, self._lmu, b.mo, 0.0)
+        self._lnu = _rebind(s.LNU, self._lnu, R * b.off, -np.log(R))
+        Tm = self.Tmax
+        return SequenceChainGame(np.int64(s.n_iter), bool(s.space.iterations_per_node), bool(s.warm_start),
+                                 float(s.warm_mix), self._lmu, self._lnu, s.gaps, np.empty((Tm, R, R)),
+                                 np.empty((Tm, R)), np.empty((Tm, R)), np.empty(Tm, dtype=np.int64),
+                                 np.arange(-1, Tm - 1).astype(np.int64))

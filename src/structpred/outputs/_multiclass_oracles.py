@@ -150,6 +150,11 @@ def _block_size(b):
     return b.A.shape[0]
 
 
+@_implements(compiled.n_blocks)
+def _n_blocks(b):
+    return b.X.shape[0]
+
+
 @_implements(compiled.lines)
 def _lines(b, i, m, out, starts):
     k = m.shape[0]

@@ -3,8 +3,9 @@
 
 :class:`SequenceChainOracles` binds them to a :class:`~structpred.outputs.Chain`, a
 :class:`~structpred.features.joint.SequenceJoint` without edge features and the labels
-(``Chain.compiled_oracles`` returns it); GBCFW's compiled pass runs on its bundle with the SP-MP
-max-min oracle.  The dual blocks are ragged (sample ``i``'s marginals ``[mu_U (T_i, R) | mu_P
+(``Chain.compiled_oracles`` returns it); the compiled passes of BCFW (Frank-Wolfe steps: the
+loss-augmented Viterbi labelling, its gap, curvature and move), GBCFW (the SP-MP max-min oracle)
+and SDCA (sum-product and the step on the segment) run on its bundle.  The dual blocks are ragged (sample ``i``'s marginals ``[mu_U (T_i, R) | mu_P
 (T_i - 1, R, R)]``), so the pass works on one flat array of them, ``mu[mo[i]:mo[i + 1]]``, and the
 SP-MP warm states ``(theta, log nu)`` on two more (``theta`` at ``mo``, ``log nu`` at ``R off``):
 :meth:`SequenceChainOracles.dual_array` and :meth:`~SequenceChainOracles.game` rebind the
@@ -29,14 +30,15 @@ from numba import njit
 from structpred.errors import StructpredError
 from structpred.features.joint import sequence_add, sequence_scores
 from structpred.outputs import compiled
-from structpred.outputs._chain_kernels import spmp, viterbi
+from structpred.outputs._chain_kernels import spmp, sum_product, viterbi
+from structpred.outputs._entropy_step import entropy_segment_step
 from structpred.outputs._tree_kernels import make_feasible
 
 #: the arrays of the oracles: frames, sequence offsets, block offsets ``mo``, each sample's first
-#: weight row, labels, position weights (flat), node loss, its kind, SP-MP's step per sample,
-#: and work for the norm
-SequenceChainBundle = namedtuple("SequenceChainBundle", ["frames", "off", "mo", "row0", "pw", "C", "kind", "eta",
-                                                         "work"])
+#: weight row, labels (flat), position weights (flat), node loss, its kind, the loss's constant,
+#: SP-MP's step per sample, and work for the norm (weights' shape) and for a block
+SequenceChainBundle = namedtuple("SequenceChainBundle", ["frames", "off", "mo", "row0", "y", "pw", "C", "kind",
+                                                         "offset", "eta", "work", "dvec"])
 #: SP-MP's settings, the flat warm states, the per-sample gaps and work (per pass)
 SequenceChainGame = namedtuple("SequenceChainGame", ["n_iter", "per_node", "warm", "warm_mix", "LMU", "LNU", "gaps",
                                                      "Lw", "nu", "Ua", "lab", "parents"])
@@ -57,6 +59,11 @@ def _block_size(b):
     for i in range(b.mo.shape[0] - 1):
         size = max(size, b.mo[i + 1] - b.mo[i])
     return size
+
+
+@_implements(compiled.n_blocks)
+def _n_blocks(b):
+    return b.off.shape[0] - 1
 
 
 @_implements(compiled.scores)
@@ -159,6 +166,104 @@ def _maxmin(b, game, i, v, mubar):
     return lower
 
 
+@_implements(compiled.loss_augmented)
+def _loss_augmented(b, i, v):
+    """The labels ``argmax_y' L(y_i, y') + <phi(y'), v>``: Viterbi with ``w_t C[y_t, :]`` added to
+    the unaries (``Chain.loss_augmented``)."""
+    a = b.off[i]
+    T = b.off[i + 1] - a
+    R = b.C.shape[0]
+    Ua = np.empty((T, R))
+    for t in range(T):
+        for j in range(R):
+            Ua[t, j] = v[t * R + j] + b.pw[a + t] * b.C[b.y[a + t], j]
+    s = np.empty(T, dtype=np.int64)
+    viterbi(Ua, v[T * R: T * R + (T - 1) * R * R].reshape(T - 1, R, R), s)
+    return s
+
+
+@njit(cache=True)
+def _toward_labels(b, i, s, mu_i):
+    """``b.dvec[:k] = phi(s) - mu_i`` (the block's Frank-Wolfe direction); returns ``k``."""
+    a = b.off[i]
+    T = b.off[i + 1] - a
+    R = b.C.shape[0]
+    k = mu_i.shape[0]
+    d = b.dvec[:k]
+    for j in range(k):
+        d[j] = -mu_i[j]
+    for t in range(T):
+        d[t * R + s[t]] += 1.0
+        if t + 1 < T:
+            d[T * R + t * R * R + s[t] * R + s[t + 1]] += 1.0
+    return k
+
+
+@_implements(compiled.corner)
+def _corner(b, i, v, s, mu_i):
+    """``(<v, phi(s) - mu_i> + dl, dl, ||Psi_i (phi(s) - mu_i)||^2)``, ``dl = L(y_i, s) -
+    L(y_i, mu_i) = sum_t w_t (C[y_t, s_t] - (C mu_t)[y_t])`` (``GenericKernels.corner``)."""
+    a = b.off[i]
+    T = b.off[i + 1] - a
+    R = b.C.shape[0]
+    k = _toward_labels(b, i, s, mu_i)
+    vd = 0.0
+    for j in range(k):
+        vd += v[j] * b.dvec[j]
+    l_s = 0.0
+    l_mu = 0.0
+    for t in range(T):
+        yt = b.y[a + t]
+        l_s += b.pw[a + t] * b.C[yt, s[t]]
+        lm = 0.0
+        for j in range(R):
+            lm += b.C[yt, j] * mu_i[t * R + j]
+        l_mu += b.pw[a + t] * lm
+    dl = (l_s + b.offset) - (l_mu + b.offset)
+    return vd + dl, dl, compiled.norm2(b, i, b.dvec[:k])
+
+
+@_implements(compiled.toward)
+def _toward(b, i, W, mu_i, s, gamma, scale, coef):
+    """``W += Psi_i (-gamma scale) (phi(s) - mu_i)``, ``mu_i += gamma (phi(s) - mu_i)``."""
+    k = _toward_labels(b, i, s, mu_i)
+    f = -gamma * scale
+    for j in range(k):
+        coef[j] = f * b.dvec[j]
+    sequence_add(b.frames, b.off[i], b.off[i + 1], b.row0[i], W, coef[:k])
+    for j in range(k):
+        mu_i[j] += gamma * b.dvec[j]
+
+
+@_implements(compiled.entropy_block)
+def _entropy_block(b, i, v, mu_i, scale, out, work):
+    """SDCA's step for the CRF (``GenericKernels.sdca_pass``): ``out = mu_i + g (q - mu_i)``, ``q``
+    the marginals of ``v`` (sum-product) and ``g`` the dual's maximiser on the segment
+    (:func:`entropy_segment_step`, the tree entropy's coefficients ``1`` on the edges, ``1 -
+    deg_t`` on the nodes)."""
+    a = b.off[i]
+    T = b.off[i + 1] - a
+    R = b.C.shape[0]
+    k = mu_i.shape[0]
+    sum_product(v[: T * R].reshape(T, R), v[T * R:].reshape(T - 1, R, R), work[: T * R].reshape(T, R),
+                work[T * R:].reshape(T - 1, R, R), True)
+    vd = 0.0
+    for j in range(k):
+        work[j] -= mu_i[j]
+        vd += v[j] * work[j]
+    for j in range(k):
+        out[j] = 1.0
+    if T > 1:
+        for j in range(T * R):
+            out[j] = -1.0
+        for j in range(R):
+            out[j] = 0.0
+            out[(T - 1) * R + j] = 0.0
+    g = entropy_segment_step(mu_i, work, out, vd, compiled.norm2(b, i, work) * scale)
+    for j in range(k):
+        out[j] = mu_i[j] + g * work[j]
+
+
 def _rebind(rows, flat, offsets, fill):
     """``flat`` holding ``rows`` (a list, rebound in place to views of ``flat``; ``None`` rows:
     ``fill``); a new flat array unless ``rows`` are views of ``flat`` already."""
@@ -182,7 +287,7 @@ class SequenceChainOracles:
     and the checked labels."""
 
     #: the compiled passes its oracles serve
-    passes = ("gbcfw_pass",)
+    passes = ("bcfw_pass", "gbcfw_pass", "sdca_pass")
     #: no compiled primal passes: the primal rules step through the surrogate
     oracles = ()
 
@@ -197,9 +302,9 @@ class SequenceChainOracles:
         self._bundle = SequenceChainBundle(
             np.ascontiguousarray(seq.frames, dtype=np.float64), np.asarray(seq.offsets, dtype=np.int64),
             np.concatenate([[0], np.cumsum(dims)]).astype(np.int64), groups * seq.n_features,
-            np.concatenate([space.position_weights(int(T)) for T in lengths]), np.ascontiguousarray(space.node_loss),
-            np.int64(space._kind), np.array([space.spmp_step(int(T)) for T in lengths]),
-            np.zeros(fmap.weight_shape))
+            np.concatenate(y).astype(np.int64), np.concatenate([space.position_weights(int(T)) for T in lengths]),
+            np.ascontiguousarray(space.node_loss), np.int64(space._kind), float(space.loss_offset),
+            np.array([space.spmp_step(int(T)) for T in lengths]), np.zeros(fmap.weight_shape), np.empty(dims.max()))
         self.Tmax = int(lengths.max())
         self._mu = self._lmu = self._lnu = None
 

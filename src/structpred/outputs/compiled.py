@@ -39,7 +39,9 @@ add = _stub("add")
 block = _stub("block")
 #: ``block_size(b) -> int``: the longest dual block (the passes' buffers)
 block_size = _stub("block_size")
-#: ``loss_augmented(b, i, v) -> s``: ``argmax_c L(y_i, c) + v_c``
+#: ``n_blocks(b) -> int``: the number of samples ``n``
+n_blocks = _stub("n_blocks")
+#: ``loss_augmented(b, i, v) -> s``: ``argmax_c L(y_i, c) + v_c`` (a corner's index, or a chain's labels)
 loss_augmented = _stub("loss_augmented")
 #: ``corner(b, i, v, s, mu_i) -> (g, dl, denom)``: the Frank-Wolfe gap ``g = <v, phi(s) - mu_i> +
 #: dl`` times ``n``, ``dl = L(y_i, s) - L(y_i, mu_i)`` and ``denom = ||Psi_i (phi(s) - mu_i)||^2``

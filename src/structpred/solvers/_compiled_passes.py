@@ -17,6 +17,7 @@ from functools import partial
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from structpred.errors import StructpredError
 from structpred.outputs import compiled as C
@@ -65,8 +66,9 @@ def _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps, fixed, t):
     """BCFW's step on block ``i`` towards corner ``s`` with exact line search
     ``gamma = min(lam n g / ||Psi_i (phi(s) - mu_i)||^2, 1)`` (Lacoste-Julien et al. 2013, Alg. 4),
     or with ``fixed`` the step ``2n / (t + 2n)`` of step ``t`` (Alg. 3, as the M4N authors' runs)."""
-    n = mu.shape[0]
-    g, dl, denom = C.corner(b, i, v, s, mu[i])
+    n = C.n_blocks(b)
+    m = C.block(b, mu, i)
+    g, dl, denom = C.corner(b, i, v, s, m)
     gaps[i] = g / n
     if fixed:
         gamma = 2.0 * n / (t + 2.0 * n)
@@ -76,13 +78,19 @@ def _frank_wolfe_step(b, i, W, mu, lam, v, s, ell, coef, gaps, fixed, t):
         gamma = lam * n * g / denom
         gamma = min(gamma, 1.0)
     if gamma > 0.0:
-        C.toward(b, i, W, mu[i], s, gamma, 1.0 / (lam * n), coef)
+        C.toward(b, i, W, m, s, gamma, 1.0 / (lam * n), coef)
         ell[0] += gamma * dl / n
 
 
-@njit(cache=True)
 def _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
-    """Up to ``block_steps`` pairwise steps on block ``i`` (see :func:`bcfw_pass`); ``val``: work."""
+    """Up to ``block_steps`` pairwise steps on block ``i`` (see :func:`bcfw_pass`); ``val``: work.
+    Dense ``(n, k)`` blocks only: for a flat array of ragged blocks it compiles to an error, so
+    that :func:`bcfw_pass` compiles for both (``CompiledPasses`` offers the pairwise pass only
+    where the space's oracles serve it)."""
+    raise NotImplementedError("_pairwise_steps is compiled: call it from numba code")
+
+
+def _pairwise_dense(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
     n, k = mu.shape
     scale = 1.0 / (lam * n)
     C.corner_values(b, i, v, val)
@@ -119,6 +127,15 @@ def _pairwise_steps(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
         C.add(b, i, W, coef)
 
 
+def _pairwise_ragged(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
+    raise ValueError("pairwise BCFW steps need dense (n, k) dual blocks")
+
+
+@overload(_pairwise_steps)
+def _pairwise_typed(b, i, W, mu, lam, v, s, ell, coef, gaps, block_steps, val):
+    return _pairwise_dense if mu.ndim == 2 else _pairwise_ragged
+
+
 @njit(cache=True)
 def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pairwise, block_steps, fixed):
     """One pass of BCFW for M3N with exact line search (Lacoste-Julien et al. 2013, Alg. 4) or the
@@ -135,9 +152,11 @@ def bcfw_pass(b, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, pa
     set is the support of ``mu_i``); the step moves mass ``gamma`` from ``a`` to ``s``,
     ``gamma = min(lam n g_pw / ||Psi_i (e_s - e_a)||^2, mu_ia)``, the exact maximiser of the dual
     on the segment.  Up to ``block_steps`` pairwise steps are taken per visit on the scores
-    updated in place (``pair_scores``), and ``W`` is updated once.  Returns the new step counter.
+    updated in place (``pair_scores``), and ``W`` is updated once (pairwise: dense ``(n, k)``
+    blocks only; the Frank-Wolfe step takes ``block(b, mu, i)``, a chain's too).  Returns the new
+    step counter.
     """
-    k = mu.shape[1]
+    k = C.block_size(b)
     v = np.empty(k)
     coef = np.empty(k)
     val = np.empty(k)
@@ -224,21 +243,26 @@ def sdca_pass(b, W, mu, lam, order):
     """One pass of SDCA for the CRF (Shalev-Shwartz & Zhang 2013, exact block maximisation).
 
     Dual: ``D(mu) = (1/n) sum_i H(mu_i) - lam/2 ||W(mu)||^2`` with Shannon entropy ``H`` (the
-    conjugate of log-sum-exp); each block is maximised exactly (``entropy_block``)."""
-    n, k = mu.shape
-    v = np.empty(k)
-    coef = np.empty(k)
-    new = np.empty(k)
-    work = np.empty(k)
+    conjugate of log-sum-exp); each block ``block(b, mu, i)`` moves to ``entropy_block``'s point
+    (the exact block maximiser on the simplex; a chain's marginals: the dual's maximiser on the
+    segment towards the marginals of its scores, Le Priol et al. 2018)."""
+    n = C.n_blocks(b)
+    kmax = C.block_size(b)
+    v = np.empty(kmax)
+    coef = np.empty(kmax)
+    new = np.empty(kmax)
+    work = np.empty(kmax)
     scale = 1.0 / (lam * n)
     for p in range(order.shape[0]):
         i = order[p]
-        C.scores(b, i, W, v)
-        C.entropy_block(b, i, v, mu[i], scale, new, work)
+        m = C.block(b, mu, i)
+        k = m.shape[0]
+        C.scores(b, i, W, v[:k])
+        C.entropy_block(b, i, v[:k], m, scale, new[:k], work[:k])
         for j in range(k):
-            coef[j] = scale * (mu[i, j] - new[j])
-            mu[i, j] = new[j]
-        C.add(b, i, W, coef)
+            coef[j] = scale * (m[j] - new[j])
+            m[j] = new[j]
+        C.add(b, i, W, coef[:k])
 
 
 @njit(cache=True)
@@ -341,7 +365,8 @@ class CompiledPasses:
             self.toward = partial(bcfw_move, oracles.bundle(("loss_augmented", ())))
 
     def _bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
-        return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
+        o = self.space_oracles
+        return bcfw_pass(o.bundle(None), W, o.dual_array(mu), lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
                          False, 1, fixed)
 
     def _bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
@@ -364,7 +389,8 @@ class CompiledPasses:
         return name != "gbcfw_pass" or surrogate is None or self.space_oracles.serves_game(surrogate)
 
     def _sdca_pass(self, W, mu, lam, order):
-        sdca_pass(self.space_oracles.bundle(None), W, mu, lam, order)
+        o = self.space_oracles
+        sdca_pass(o.bundle(None), W, o.dual_array(mu), lam, order)
 
     def _sgd_pass(self, W, W_avg, order, t, eta0, t0, lam, oracle) -> int:
         o = self.space_oracles

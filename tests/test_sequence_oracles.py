@@ -208,3 +208,21 @@ def test_compiled_bcfw_and_sdca_passes_are_the_generic_ones(rule, space, kw):
     # measured: at most 2e-15 apart after 3 passes
     assert_same(comp, gen, 1e-11)
     assert np.abs(comp["W"]).max() > 1e-3
+
+
+@pytest.mark.parametrize("scale", [0.1, 3.0, 60.0, 800.0])
+def test_scaled_marginals_are_sum_products(scale):
+    """The scaled projection's marginals (SDCA's compiled step) against the log-domain sum-product,
+    from flat scores to scores whose columns span hundreds of nats (the exact rescues)."""
+    from structpred.outputs._chain_kernels import scaled_marginals, sum_product
+
+    R = 6
+    rng = np.random.default_rng(int(scale * 10))
+    for T in (1, 2, 9):
+        U, P = scale * rng.normal(size=(T, R)), scale * rng.normal(size=(T - 1, R, R))
+        want = np.empty((T, R)), np.empty((T - 1, R, R))
+        got = np.empty((T, R)), np.full((T - 1, R, R), 7.0)
+        sum_product(U, P, *want, True)
+        scaled_marginals(U, P, *got)
+        for a, b in zip(got, want):     # measured: 1.8e-12 relative at scale 800 (logs of ~1e3 nats)
+            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-15)

@@ -496,6 +496,39 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
 
 
 @njit(cache=True)
+def scaled_marginals(U, P, node, edge):
+    """:func:`sum_product`'s marginals (unary ``node``, pairwise ``edge``; entries below
+    ``e^-_CUT`` are 0, as there) by :func:`_scaled_project`: the column-scaled potentials
+    ``exp(P - max)`` once, then products instead of an exp per term (OCR's CRF: 11 against 57 us
+    a word); the same marginals to round-off."""
+    T, R = U.shape
+    Tm = max(T - 1, 1)
+    E = np.empty((Tm, R, R))
+    cm = np.empty((Tm, R))
+    PT = np.empty((Tm, R, R))
+    for t in range(T - 1):
+        for b in range(R):
+            m = P[t, 0, b]
+            for a in range(1, R):
+                m = max(m, P[t, a, b])
+            cm[t, b] = m
+            for a in range(R):
+                E[t, a, b] = fexp(P[t, a, b] - m)
+                PT[t, b, a] = P[t, a, b]
+    edge[:] = 0.0
+    # the slope is P itself at c = 0 (finite scores: P + 0 P = P), so the rescues read P
+    _scaled_project(U, E, cm, P, P, 0.0, node, edge, True, np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
+                    np.empty((Tm, R)), np.empty((Tm, 3)), np.empty((6, R)), np.empty(R, dtype=np.int64),
+                    np.empty(R, dtype=np.int64), PT, PT)
+    cut = np.exp(-_CUT)
+    for t in range(T - 1):
+        for a in range(R):
+            for b in range(R):
+                if not edge[t, a, b] > cut:
+                    edge[t, a, b] = 0.0
+
+
+@njit(cache=True)
 def _argsort_desc(x, order):
     """``order`` = the indices of ``x`` by decreasing value (insertion sort, stable)."""
     n = x.shape[0]

@@ -5,7 +5,7 @@
 :class:`~structpred.features.joint.SequenceJoint` without edge features and the labels
 (``Chain.compiled_oracles`` returns it); the compiled passes of BCFW (Frank-Wolfe steps: the
 loss-augmented Viterbi labelling, its gap, curvature and move), GBCFW (the SP-MP max-min oracle)
-and SDCA (sum-product and the step on the segment) run on its bundle.  The dual blocks are ragged (sample ``i``'s marginals ``[mu_U (T_i, R) | mu_P
+and SDCA (the marginals, by the scaled projection, and the step on the segment) run on its bundle.  The dual blocks are ragged (sample ``i``'s marginals ``[mu_U (T_i, R) | mu_P
 (T_i - 1, R, R)]``), so the pass works on one flat array of them, ``mu[mo[i]:mo[i + 1]]``, and the
 SP-MP warm states ``(theta, log nu)`` on two more (``theta`` at ``mo``, ``log nu`` at ``R off``):
 :meth:`SequenceChainOracles.dual_array` and :meth:`~SequenceChainOracles.game` rebind the
@@ -30,7 +30,7 @@ from numba import njit
 from structpred.errors import StructpredError
 from structpred.features.joint import sequence_add, sequence_scores
 from structpred.outputs import compiled
-from structpred.outputs._chain_kernels import spmp, sum_product, viterbi
+from structpred.outputs._chain_kernels import scaled_marginals, spmp, viterbi
 from structpred.outputs._entropy_step import entropy_segment_step
 from structpred.outputs._tree_kernels import make_feasible
 
@@ -238,15 +238,15 @@ def _toward(b, i, W, mu_i, s, gamma, scale, coef):
 @_implements(compiled.entropy_block)
 def _entropy_block(b, i, v, mu_i, scale, out, work):
     """SDCA's step for the CRF (``GenericKernels.sdca_pass``): ``out = mu_i + g (q - mu_i)``, ``q``
-    the marginals of ``v`` (sum-product) and ``g`` the dual's maximiser on the segment
+    the marginals of ``v`` (:func:`scaled_marginals`: sum-product's to round-off) and ``g`` the dual's maximiser on the segment
     (:func:`entropy_segment_step`, the tree entropy's coefficients ``1`` on the edges, ``1 -
     deg_t`` on the nodes)."""
     a = b.off[i]
     T = b.off[i + 1] - a
     R = b.C.shape[0]
     k = mu_i.shape[0]
-    sum_product(v[: T * R].reshape(T, R), v[T * R:].reshape(T - 1, R, R), work[: T * R].reshape(T, R),
-                work[T * R:].reshape(T - 1, R, R), True)
+    scaled_marginals(v[: T * R].reshape(T, R), v[T * R:].reshape(T - 1, R, R), work[: T * R].reshape(T, R),
+                     work[T * R:].reshape(T - 1, R, R))
     vd = 0.0
     for j in range(k):
         work[j] -= mu_i[j]

@@ -315,8 +315,11 @@ def test_an_interrupted_run_resumes_with_the_plain_command(tmp_path, smoke_local
     table = "reports/smoke/tables/qs_usps.csv"
     command = [table, "--cores", "1", "--configfile", "config/smoke.yaml"]
     env = {**os.environ, "STRUCTPRED_MIRROR": str(mirror_root())}
+    # a shell's background job (`cmd &` without job control) ignores SIGINT, and a child inherits
+    # that: the run starts with the terminal's default, as a user's would
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", *command], cwd=work, env=env,
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     jobs, deadline = work / "logs" / "jobs" / "qs_usps", time.monotonic() + 900
     while not (jobs.is_dir() and any(jobs.rglob("*.log"))):
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended before a job started"

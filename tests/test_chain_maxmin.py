@@ -395,3 +395,40 @@ def test_top_two_shortcut_gives_the_pruned_sum_bits():
             two = K._lse_of_two(base, thP[a], P[a], c, m1[a], m2[a]) if m2[a] > m1[a] - K._CUT else 0.0
             check(got, two, m1[a], m2[a], np.sum(rows[a] > m1[a] - K._CUT))
     assert counts[1] > 2000 and counts[2] > 300 and counts[3] > 300, counts
+
+
+@pytest.mark.parametrize("span", [1.0, 300.0, 3000.0])
+def test_ranked_steps_give_the_scaled_steps_marginals(span):
+    """A projection step that needed the log-domain rescue flags itself (``sc[t, 3]`` forward,
+    ``sc[t, 4]`` backward); the next projection ranks first there (one-term entries take the
+    largest term, the others a scaled sum of one row or column).  Both projections give the
+    marginals of a log-domain sum-product, on mild (no rescue: a forced ranking must fall back to
+    the sums) to peaked parameters (most entries one-term)."""
+    from structpred.outputs import _chain_kernels as K
+
+    rng = np.random.default_rng(int(span))
+    R, T = 7, 6
+    thU = span * rng.normal(size=(T, R))
+    thP = span * rng.normal(size=(T - 1, R, R))
+    cm = thP.max(axis=1)
+    E = np.exp(thP - cm[:, None, :])
+    thPT = np.ascontiguousarray(thP.transpose(0, 2, 1))
+    node_ref, edge_ref = np.empty((T, R)), np.empty((T - 1, R, R))
+    K.sum_product(thU, thP, node_ref, edge_ref, True)
+    sc = np.zeros((T - 1, 5))
+    if span == 1.0:
+        sc[:, 3:] = 1.0         # force ranking where every sum is representable
+    flags = []
+    for _ in range(2):
+        node, edge = np.empty((T, R)), np.zeros((T - 1, R, R))
+        K._scaled_project(thU, E, cm, thP, thP, 0.0, node, edge, True, np.empty((T, R)), np.empty((T, R)),
+                          np.empty((T - 1, R)), np.empty((T - 1, R)), sc, np.empty((6, R)),
+                          np.empty(R, dtype=np.int64), thPT, thPT)
+        # logs of up to 1e4 nats carry 2e-12 of round-off each
+        np.testing.assert_allclose(node, node_ref, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(np.where(edge > np.exp(-K._CUT), edge, 0.0), edge_ref, rtol=0, atol=1e-10)
+        flags.append(sc[:, 3:].copy())
+    if span == 1.0:
+        assert not flags[0].any()               # every entry needed its sum: back to scaled steps
+    else:
+        assert flags[0].sum() >= 5 and flags[1].sum() >= 5   # rescued, then ranked, steps

@@ -226,7 +226,7 @@ def sum_product(U, P, node, edge, with_edges):
     return logz
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _loss_times(Lw, kind, x, out, transpose):
     """Row-wise weighted loss products ``out[t] = Lw[t] @ x[t]`` (or ``Lw[t].T @ x[t]``);
     ``kind == 1``: ``Lw[t] = c_t (11^T - I)`` (zero-one / Hamming), computed in O(R)."""
@@ -247,7 +247,7 @@ def _loss_times(Lw, kind, x, out, transpose):
             out[t, i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _log_softmax_rows(z, out):
     """Row-wise ``z -= logsumexp(z)`` and ``out = exp(z)`` (one exp per entry)."""
     T, R = z.shape
@@ -265,7 +265,7 @@ def _log_softmax_rows(z, out):
             z[t, j] -= shift
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mirror_mu(thU, U, Lw, kind, nu, eta, g, out):
     """The max player's mirror step on the unary natural parameters (M4N eq. 36):
     ``out[t] = thU[t] + eta (U[t] + Lw[t]^T nu[t])`` (``g``: work array; ``out`` may be ``thU``)."""
@@ -276,7 +276,7 @@ def mirror_mu(thU, U, Lw, kind, nu, eta, g, out):
             out[t, j] = thU[t, j] + eta * (U[t, j] + g[t, j])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mirror_nu(lnu, Lw, kind, node, eta, g, out_log, out):
     """The min player's mirror step (M4N eq. 35): ``out_log[t] = log softmax(lnu[t] - eta Lw[t]
     node[t])`` and ``out = exp(out_log)`` (``g``: work array; ``out_log`` may be ``lnu``)."""
@@ -304,21 +304,21 @@ def _init_potentials(thP, P, eta, E, cm, G, gm):
     """Scaled pairwise potentials of :func:`spmp`: ``E[t, a, b] = exp(thP[t, a, b] - cm[t, b])``
     (column max 1) and the per-iteration factor ``G = exp(eta P - gm)`` (column max 1)."""
     T1, R, _ = thP.shape
-    for t in range(T1):
+    for t in range(T1):         # row by row, so that the loops over b vectorise
         for b in range(R):
-            m = thP[t, 0, b]
-            mg = eta * P[t, 0, b]
-            for a in range(1, R):
-                m = max(m, thP[t, a, b])
-                mg = max(mg, eta * P[t, a, b])
-            cm[t, b] = m
-            gm[t, b] = mg
-            for a in range(R):
-                E[t, a, b] = fexp(thP[t, a, b] - m)
-                G[t, a, b] = fexp(eta * P[t, a, b] - mg)
+            cm[t, b] = thP[t, 0, b]
+            gm[t, b] = eta * P[t, 0, b]
+        for a in range(1, R):
+            for b in range(R):
+                cm[t, b] = max(cm[t, b], thP[t, a, b])
+                gm[t, b] = max(gm[t, b], eta * P[t, a, b])
+        for a in range(R):
+            for b in range(R):
+                E[t, a, b] = fexp(thP[t, a, b] - cm[t, b])
+                G[t, a, b] = fexp(eta * P[t, a, b] - gm[t, b])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step_potentials(E, cm, G, gm, thP, P, c):
     """One pairwise mirror step, ``thP + c P`` -> ``thP + (c + eta) P``, on the scaled
     potentials; a column whose max drops below ``_TINY`` is recomputed exactly."""
@@ -352,7 +352,7 @@ def _step_potentials(E, cm, G, gm, thP, P, c):
 
 @njit(cache=True, error_model="numpy")   # flog's division: no zero check, so its loops vectorise
 def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, ex, fw, sc, work,
-                    order, arows, thPT, PT):
+                    order, thPT, PT):
     """Marginals of the chain with natural parameters ``(thU, thP + c P)``: unary marginals to
     ``node`` and, if ``with_edges``, pairwise marginals *added* to ``edge_acc``.
 
@@ -363,10 +363,17 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     step's two largest terms per entry first (:func:`_top_two`, one pass for all entries),
     which is the answer where only the largest counts (warm states: almost everywhere), then
     :func:`_lse_of_two` where two count, else the sorted :func:`_pruned_lse`; each gives the
-    bits of the pruned sum.
+    bits of the pruned sum.  A step that needed that rescue in the last projection
+    (``sc[t, 3]`` forward, ``sc[t, 4]`` backward, nonzero; zero-initialised by the caller) ranks
+    first: where one term counts, its value is the log-sum-exp (to the ``e^-_CUT`` terms it
+    drops, as the rescue), and only the other entries take the scaled sum, one row or column
+    each; the step keeps ranking first while at most half its entries need a sum.  Warm-started
+    states, whose pairwise parameters span thousands of nats, rescue about a third of their
+    entries and so skip most products, exps and logs.
     ``ex[t] = exp(la[t] - sc[t, 0])`` and ``fw[t] = exp(cm[t] + thU[t+1] + lb[t+1] -
     sc[t, 1])`` are kept for the pairwise marginals ``ex[t, a] E[t, a, b] fw[t, b] exp(sc[t,
-    0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters.
+    0] + sc[t, 1] - log Z)``; ``sc[t, 2] = max_b cm[t, b]`` bounds edge ``t``'s parameters
+    (:func:`_add_log_edges` where that scale overflows).
     ``thPT``, ``PT``: contiguous transposes of ``thP``, ``P`` (per edge), so that the backward
     pass's :func:`_top_two` reads rows, as the forward pass does, and a forward rescue reads its
     column as a row.  The logs of a step's scaled sums are taken all at once by
@@ -384,16 +391,31 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             d = la[t - 1, a] - m
             ex[t - 1, a] = fexp(d)
         sorted_ = False
-        for b in range(R):
-            acc[b] = 0.0
-        for a in range(R):
-            f = ex[t - 1, a]
-            if f != 0.0:
-                for b in range(R):
-                    acc[b] += f * E[t - 1, a, b]
-        ranked = False
-        for b in range(R):      # every log at once (vectorised; an entry below _TINY discards its own)
-            lg[b] = flog(acc[b])
+        ranked = sc[t - 1, 3] > 0.0     # the last projection rescued here: the largest terms first
+        if ranked:
+            _top_two(la[t - 1], thP[t - 1], P[t - 1], c, m1, m2)
+            n_multi = 0
+            for b in range(R):          # entries where one term counts need no sum
+                if m2[b] > m1[b] - _CUT:
+                    s = 0.0
+                    for a in range(R):
+                        s += ex[t - 1, a] * E[t - 1, a, b]
+                    acc[b] = s
+                    lg[b] = np.log(s) if s > _TINY else 0.0
+                    n_multi += 1
+                else:
+                    acc[b] = 0.0
+            sc[t - 1, 3] = 1.0 if 2 * n_multi <= R else 0.0
+        else:
+            for b in range(R):
+                acc[b] = 0.0
+            for a in range(R):
+                f = ex[t - 1, a]
+                if f != 0.0:
+                    for b in range(R):
+                        acc[b] += f * E[t - 1, a, b]
+            for b in range(R):      # every log at once (vectorised; an entry below _TINY discards its own)
+                lg[b] = flog(acc[b])
         for b in range(R):
             s = acc[b]
             if s > _TINY:
@@ -402,6 +424,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             if not ranked:
                 _top_two(la[t - 1], thP[t - 1], P[t - 1], c, m1, m2)
                 ranked = True
+                sc[t - 1, 3] = 1.0
             if not m2[b] > m1[b] - _CUT:    # one term counts: the log-sum-exp is its value
                 la[t, b] = thU[t, b] + (m1[b] + 0.0)
                 continue
@@ -429,16 +452,33 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             rowmax = max(rowmax, cm[t, b])
         sc[t, 2] = rowmax       # bounds every pairwise parameter of edge t
         sorted_ = False
-        ranked = False
-        for a in range(R):
-            acc[a] = 0.0
-        for b in range(R):      # acc[a] = sum_b E[t, a, b] fw[t, b], b in order; zero factors add nothing
-            f = fw[t, b]
-            if f != 0.0:
-                for a in range(R):
-                    acc[a] += E[t, a, b] * f
-        for a in range(R):
-            lg[a] = flog(acc[a])
+        ranked = sc[t, 4] > 0.0
+        if ranked:
+            for b in range(R):
+                wl[b] = thU[t + 1, b] + lb[t + 1, b]
+            _top_two(wl, thPT[t], PT[t], c, m1, m2)
+            n_multi = 0
+            for a in range(R):
+                if m2[a] > m1[a] - _CUT:
+                    s = 0.0
+                    for b in range(R):
+                        s += E[t, a, b] * fw[t, b]
+                    acc[a] = s
+                    lg[a] = np.log(s) if s > _TINY else 0.0
+                    n_multi += 1
+                else:
+                    acc[a] = 0.0
+            sc[t, 4] = 1.0 if 2 * n_multi <= R else 0.0
+        else:
+            for a in range(R):
+                acc[a] = 0.0
+            for b in range(R):      # acc[a] = sum_b E[t, a, b] fw[t, b], b in order; zero factors add nothing
+                f = fw[t, b]
+                if f != 0.0:
+                    for a in range(R):
+                        acc[a] += E[t, a, b] * f
+            for a in range(R):
+                lg[a] = flog(acc[a])
         for a in range(R):
             s = acc[a]
             if s > _TINY:
@@ -449,6 +489,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                     wl[b] = thU[t + 1, b] + lb[t + 1, b]
                 _top_two(wl, thPT[t], PT[t], c, m1, m2)   # rows of the transposes: over b for every a
                 ranked = True
+                sc[t, 4] = 1.0
             if not m2[a] > m1[a] - _CUT:
                 lb[t, a] = m1[a] + 0.0
                 continue
@@ -476,23 +517,9 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                     for b in range(R):
                         edge_acc[t, a, b] += f * E[t, a, b] * fw[t, b]
             continue
-        rowmax = sc[t, 2]
         for b in range(R):
             wl[b] = thU[t + 1, b] + lb[t + 1, b]
-        _argsort_desc(wl, order)
-        _argsort_desc(la[t], arows)
-        for i in range(R):
-            a = arows[i]
-            base = la[t, a] - logz
-            if base + rowmax + wl[order[0]] < -_CUT:
-                break
-            for j in range(R):
-                b = order[j]
-                if base + rowmax + wl[b] < -_CUT:
-                    break
-                d = base + thP[t, a, b] + c * P[t, a, b] + wl[b]
-                if d > -_CUT:
-                    edge_acc[t, a, b] += fexp(d)
+        _add_log_edges(la[t], wl, thP[t], P[t], c, logz, sc[t, 2], edge_acc[t])
 
 
 @njit(cache=True)
@@ -518,14 +545,33 @@ def scaled_marginals(U, P, node, edge):
     edge[:] = 0.0
     # the slope is P itself at c = 0 (finite scores: P + 0 P = P), so the rescues read P
     _scaled_project(U, E, cm, P, P, 0.0, node, edge, True, np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
-                    np.empty((Tm, R)), np.empty((Tm, 3)), np.empty((6, R)), np.empty(R, dtype=np.int64),
-                    np.empty(R, dtype=np.int64), PT, PT)
+                    np.empty((Tm, R)), np.zeros((Tm, 5)), np.empty((6, R)), np.empty(R, dtype=np.int64), PT, PT)
     cut = np.exp(-_CUT)
     for t in range(T - 1):
         for a in range(R):
             for b in range(R):
                 if not edge[t, a, b] > cut:
                     edge[t, a, b] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _add_log_edges(xa, wl, pot, slope, c, logz, bound, out):
+    """``out[a, b] += exp(xa[a] + pot[a, b] + c slope[a, b] + wl[b] - logz)`` (an edge's pairwise
+    marginals in the log domain) where that exponent exceeds ``-_CUT``; a row ``a`` or an entry
+    whose bound ``xa[a] + bound + wl[b] - logz`` (``bound >= max pot + c slope``) is below
+    ``-_CUT`` is skipped before its exponent is formed."""
+    R = wl.shape[0]
+    wmax = _row_max(wl)
+    for a in range(xa.shape[0]):
+        base = xa[a] - logz
+        if base + bound + wmax < -_CUT:
+            continue
+        for b in range(R):
+            if base + bound + wl[b] < -_CUT:
+                continue
+            d = base + pot[a, b] + c * slope[a, b] + wl[b]
+            if d > -_CUT:
+                out[a, b] += fexp(d)
 
 
 @njit(cache=True)
@@ -540,30 +586,53 @@ def _argsort_desc(x, order):
         order[j] = i
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _top_two(base, pot, slope, c, m1, m2):
     """``m1[b] >= m2[b]``: the two largest of ``base[a] + pot[a, b] + c slope[a, b]`` over ``a``
     (a tie gives ``m2[b] == m1[b]``), the terms of :func:`_pruned_lse` for every column ``b`` at
     once (rows: pass ``pot.T``, ``slope.T``); where ``m2[b] <= m1[b] - _CUT`` that log-sum-exp is
-    exactly ``m1[b] + 0.0``."""
+    exactly ``m1[b] + 0.0``.  Rows are taken four at a time (the running pair stays in registers
+    between them); the two largest do not depend on the order of the terms."""
     n, R = pot.shape
     for b in range(R):
         m1[b] = -np.inf
         m2[b] = -np.inf
-    for a in range(n):
-        ba = base[a]
-        pa = pot[a]
-        sa = slope[a]
+    a = 0
+    while a + 4 <= n:           # four rows at a time: a quarter of the loads and stores of m1, m2
+        b0, b1, b2, b3 = base[a], base[a + 1], base[a + 2], base[a + 3]
         for b in range(R):      # compares and selects only: the loop vectorises
-            x = ba + pa[b] + c * sa[b]
+            o1 = m1[b]
+            o2 = m2[b]
+            x = b0 + pot[a, b] + c * slope[a, b]
+            lo = x if x < o1 else o1
+            o1 = o1 if x < o1 else x
+            o2 = lo if lo > o2 else o2
+            x = b1 + pot[a + 1, b] + c * slope[a + 1, b]
+            lo = x if x < o1 else o1
+            o1 = o1 if x < o1 else x
+            o2 = lo if lo > o2 else o2
+            x = b2 + pot[a + 2, b] + c * slope[a + 2, b]
+            lo = x if x < o1 else o1
+            o1 = o1 if x < o1 else x
+            o2 = lo if lo > o2 else o2
+            x = b3 + pot[a + 3, b] + c * slope[a + 3, b]
+            lo = x if x < o1 else o1
+            m1[b] = o1 if x < o1 else x
+            m2[b] = lo if lo > o2 else o2
+        a += 4
+    while a < n:
+        ba = base[a]
+        for b in range(R):
+            x = ba + pot[a, b] + c * slope[a, b]
             o1 = m1[b]
             o2 = m2[b]
             lo = x if x < o1 else o1
             m1[b] = o1 if x < o1 else x
             m2[b] = lo if lo > o2 else o2
+        a += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lse_of_two(base, pot, slope, c, m1, m2):
     """:func:`_pruned_lse` of ``base[i] + pot[i] + c slope[i]`` when exactly two of its terms, the
     two largest ``m1 >= m2`` (:func:`_top_two`), are within ``_CUT`` of the largest: the same
@@ -609,7 +678,7 @@ def project(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
 
 #: a chain's buffers for :func:`project` (log forward and backward messages, scaled messages,
 #: scales, work)
-ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "arows", "thPT", "PT"])
+ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "thPT", "PT"])
 
 
 @overload(project)
@@ -618,7 +687,7 @@ def _project_chain(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
         def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
             g = graph
             _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.la, g.lb, g.ex, g.fw, g.sc, g.work,
-                            g.order, g.arows, g.thPT, g.PT)
+                            g.order, g.thPT, g.PT)
         return impl
 
 
@@ -735,8 +804,8 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, m
             for b in range(R):
                 thPT[t, b, a] = thP[t, a, b]
                 PT[t, b, a] = P[t, a, b]
-    graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)),
-                       np.empty((6, R)), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), thPT, PT)
+    graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.zeros((Tm, 5)),
+                       np.empty((6, R)), np.empty(R, dtype=np.int64), thPT, PT)
     coef = np.full(T, -1.0)
     coef[0] = coef[T - 1] = 0.0 if T > 1 else 1.0
     spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix, coef)

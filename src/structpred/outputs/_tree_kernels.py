@@ -25,6 +25,7 @@ from structpred.outputs._chain_kernels import (
     _CUT,
     _EDGE_SCALE,
     _TINY,
+    _add_log_edges,
     _argsort_desc,
     _lse,
     _pruned_lse,
@@ -133,7 +134,7 @@ def sum_product(parents, U, P, node, edge, with_edges):
 
 @njit(cache=True)
 def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, ins, mup, dn, xl, ex, fw, sc,
-                    work, order, arows):
+                    work, order):
     """Marginals of the tree with natural parameters ``(thU, thP + c P)``: unary marginals to
     ``node`` and, if ``with_edges``, pairwise marginals *added* to ``edge_acc``.
 
@@ -228,27 +229,11 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
                     for b in range(R):
                         edge_acc[e, a, b] += f * E[e, a, b] * fw[e, b]
             continue
-        rowmax = sc[e, 2]
-        for b in range(R):
-            wl[b] = ins[t, b]
-        _argsort_desc(wl, order)
-        _argsort_desc(xl[e], arows)
-        for i in range(R):
-            a = arows[i]
-            base = xl[e, a] - logz
-            if base + rowmax + wl[order[0]] < -_CUT:
-                break
-            for j in range(R):
-                b = order[j]
-                if base + rowmax + wl[b] < -_CUT:
-                    break
-                d = base + thP[e, a, b] + c * P[e, a, b] + wl[b]
-                if d > -_CUT:
-                    edge_acc[e, a, b] += fexp(d)
+        _add_log_edges(xl[e], ins[t], thP[e], P[e], c, logz, sc[e, 2], edge_acc[e])
 
 
 #: a tree's structure and buffers for :func:`~structpred.outputs._chain_kernels.project`
-TreeGraph = namedtuple("TreeGraph", ["parents", "ins", "mup", "dn", "xl", "ex", "fw", "sc", "work", "order", "arows"])
+TreeGraph = namedtuple("TreeGraph", ["parents", "ins", "mup", "dn", "xl", "ex", "fw", "sc", "work", "order"])
 
 
 @overload(project)
@@ -257,7 +242,7 @@ def _project_tree(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
         def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
             g = graph
             _scaled_project(g.parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.ins, g.mup, g.dn, g.xl,
-                            g.ex, g.fw, g.sc, g.work, g.order, g.arows)
+                            g.ex, g.fw, g.sc, g.work, g.order)
         return impl
 
 
@@ -269,7 +254,7 @@ def spmp(parents, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, 
     Tm = max(T - 1, 1)
     graph = TreeGraph(parents, np.empty((T, R)), np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
                       np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)), np.empty((3, R)),
-                      np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64))
+                      np.empty(R, dtype=np.int64))
     spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, 0.0, np.empty(0))
 
 

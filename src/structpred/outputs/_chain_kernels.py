@@ -294,9 +294,11 @@ _TINY = 1e-200
 #: the columns of the scaled pairwise potentials are renormalised once their max drops
 #: below ``1 / _RESCALE``
 _RESCALE = 1e8
-#: pairwise marginals are formed as products of scaled factors while their common scale
-#: is below this (else entry by entry in the log domain)
-_EDGE_SCALE = 1e100
+#: pairwise marginals are formed as products of scaled factors while their common scale is below
+#: this (else entry by entry in the log domain): the factors are at most 1 and the scale at most
+#: 1e260, so an entry above 1e-48 (far below the ``e^-_CUT`` that counts) has every factor and
+#: partial product in the normal range, and keeps its relative rounding
+_EDGE_SCALE = 1e260
 
 
 @njit(cache=True)
@@ -348,6 +350,47 @@ def _step_potentials(E, cm, G, gm, thP, P, c):
             for a in range(R):
                 E[t, a, b] = fexp(thP[t, a, b] + c * P[t, a, b] - m)
             cm[t, b] = m
+
+
+@njit(cache=True, inline="always")
+def _rows_times(x, M, out):
+    """``out[b] = sum_a x[a] M[a, b]``, four rows at a time (a quarter of the loads and stores of
+    ``out``; the loop over ``b`` vectorises)."""
+    n, R = M.shape
+    for b in range(R):
+        out[b] = 0.0
+    a = 0
+    while a + 4 <= n:
+        x0, x1, x2, x3 = x[a], x[a + 1], x[a + 2], x[a + 3]
+        for b in range(R):
+            out[b] += x0 * M[a, b] + x1 * M[a + 1, b] + x2 * M[a + 2, b] + x3 * M[a + 3, b]
+        a += 4
+    while a < n:
+        xa = x[a]
+        for b in range(R):
+            out[b] += xa * M[a, b]
+        a += 1
+
+
+@njit(cache=True, inline="always")
+def _cols_times(M, x, out):
+    """``out[a] = sum_b M[a, b] x[b]``: four columns at a time, each row's four terms from one
+    cache line."""
+    n, R = M.shape
+    for a in range(n):
+        out[a] = 0.0
+    b = 0
+    while b + 4 <= R:
+        x0, x1, x2, x3 = x[b], x[b + 1], x[b + 2], x[b + 3]
+        for a in range(n):
+            out[a] += M[a, b] * x0 + M[a, b + 1] * x1 + M[a, b + 2] * x2 + M[a, b + 3] * x3
+        b += 4
+    while b < R:
+        xb = x[b]
+        for a in range(n):
+            out[a] += M[a, b] * xb
+        b += 1
+
 
 
 @njit(cache=True, error_model="numpy")   # flog's division: no zero check, so its loops vectorise
@@ -407,13 +450,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                     acc[b] = 0.0
             sc[t - 1, 3] = 1.0 if 2 * n_multi <= R else 0.0
         else:
-            for b in range(R):
-                acc[b] = 0.0
-            for a in range(R):
-                f = ex[t - 1, a]
-                if f != 0.0:
-                    for b in range(R):
-                        acc[b] += f * E[t - 1, a, b]
+            _rows_times(ex[t - 1], E[t - 1], acc)
             for b in range(R):      # every log at once (vectorised; an entry below _TINY discards its own)
                 lg[b] = flog(acc[b])
         for b in range(R):
@@ -470,13 +507,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                     acc[a] = 0.0
             sc[t, 4] = 1.0 if 2 * n_multi <= R else 0.0
         else:
-            for a in range(R):
-                acc[a] = 0.0
-            for b in range(R):      # acc[a] = sum_b E[t, a, b] fw[t, b], b in order; zero factors add nothing
-                f = fw[t, b]
-                if f != 0.0:
-                    for a in range(R):
-                        acc[a] += E[t, a, b] * f
+            _cols_times(E[t], fw[t], acc)
             for a in range(R):
                 lg[a] = flog(acc[a])
         for a in range(R):

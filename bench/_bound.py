@@ -87,10 +87,8 @@ def _loops(scalar: bool) -> dict:
     if scalar:
         config.LOOP_VECTORIZE, config.SLP_VECTORIZE = 0, 0
     try:
-        jit = njit if scalar else njit(cache=True)
-        loops = {"fma_dep": jit(_dependent_fma), "fma": jit(_independent_fma), "unary": njit(_unary),
-                 "flog": njit(error_model="numpy")(_flog_loop) if scalar else
-                 njit(cache=True, error_model="numpy")(_flog_loop)}
+        loops = {"fma_dep": njit(cache=not scalar)(_dependent_fma), "fma": njit(cache=not scalar)(_independent_fma),
+                 "unary": njit(_unary), "flog": njit(cache=not scalar, error_model="numpy")(_flog_loop)}
         x, out = np.ones(4), np.empty(4)
         loops["fma_dep"](x, x, 1)       # compile here, with the vectorisers as chosen
         loops["fma"](x, out, 1)
@@ -128,7 +126,8 @@ def op_costs(scalar: bool = False) -> dict[str, float]:
 
 
 def bound_costs() -> dict[str, dict[str, float]]:
-    """``{"scalar": ..., "vectorised": ...}``: the cost sets of the module docstring."""
+    """``{"scalar": ..., "vectorised": ..., "all scalar": ...}``: the cost sets of the module docstring
+    (``"all scalar"``: ``op_costs(scalar=True)``, exps and logs scalar too)."""
     vec, sca = op_costs(), op_costs(scalar=True)
     return {"scalar": {**sca, "exp": vec["exp"], "log": vec["log"]}, "vectorised": vec, "all scalar": sca}
 

@@ -346,3 +346,25 @@ def test_the_readme_counts_are_the_committed_ledgers():
         assert tuple(map(int, found.groups())) == (
             len(rows), int((verdict == "reproduced").sum()), int(verdict.str.startswith("reproduced under").sum()),
             int((verdict == "not reproduced").sum()), int((verdict == "cannot check").sum())), paper
+
+
+def test_claims_cli_takes_any_case_and_refuses_an_unknown_paper_or_verdict_in_one_line(report, monkeypatch, capsys):
+    """--paper casimir is --paper Casimir; --verdict is matched from its start in any case; an
+    unknown paper or verdict is one line on stderr and exit status 2."""
+    from structpred.cli import main
+
+    monkeypatch.chdir(report)
+    (report / "config.yaml").write_text(yaml.safe_dump({"report": {"dir": "reports", "claims": "claims.yaml"}}))
+    assert main(["claims", "--paper", "Casimir", "--config", "config.yaml"]) == 0
+    exact = capsys.readouterr().out
+    assert main(["claims", "--paper", "cASIMIR", "--config", "config.yaml"]) == 0
+    assert capsys.readouterr().out == exact and "fig2.A_B  [reproduced]  Fig. 2" in exact and "t1.cell" not in exact
+    assert main(["claims", "--paper", "m4n", "--verdict", "NOT", "--config", "config.yaml"]) == 0
+    ids = re.findall(r"^(\S+)  \[(.+?)\]", capsys.readouterr().out, re.M)
+    assert ids and {v for _, v in ids} == {NOT_REPRODUCED} and {i.split(".")[0] for i, _ in ids} == {"t1"}
+    for args, message in ((["--paper", "qs"], "structpred: error: no claims of paper 'qs'; papers: M4N, Casimir"),
+                          (["--verdict", "foo"], "structpred: error: unknown verdict 'foo'; verdicts: reproduced, "
+                                                 "reproduced under, not reproduced, cannot check")):
+        assert main(["claims", *args, "--config", "config.yaml"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and captured.err.startswith(message), captured.err

@@ -52,6 +52,19 @@ def test_the_command_prints_the_table_and_the_total(archive, capsys):
     assert main(["runs", "cost", "--archive", str(archive)]) == 0
     out = capsys.readouterr().out
     assert "total: 2.2 CPU-hours over 3 timed jobs (1 untimed)" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:3]}
+    # no NaN, no blank cell: an untimed group says so, a missing CPU model says not recorded, and a
+    # footnote says why
+    assert rows["agm"] == ["agm", "1", "0", "untimed", "not", "recorded"]
+    assert rows["m4n"] == ["m4n", "3", "3", "2.20", "CPU", "A;", "CPU", "B"] and "NaN" not in out
+    assert out.splitlines()[3].startswith("untimed: no job of the group recorded its fitting seconds")
+    assert out.splitlines()[4].startswith("not recorded: the CPU model is recorded only by jobs run since 2026-11-27")
+    assert main(["runs", "cost", "--archive", str(archive), "--by", "method"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[:5] for line in out.splitlines()[1:4]] == [
+        ["agm", "AGM", "1", "0", "untimed"], ["m4n", "CRF", "1", "1", "0.20"], ["m4n", "M3N", "2", "2", "2.00"]]
+    assert out.splitlines()[2].endswith("0.20 not recorded")
+    assert math.isnan(cost_table(archive).set_index("experiment").loc["agm", "cpu_hours"])   # still numbers
     assert main(["runs", "cost", "--archive", str(archive / "none")]) == 2
     assert "no run archive at" in capsys.readouterr().err
     assert cpu_model()
@@ -113,6 +126,20 @@ def test_a_plan_is_estimated_from_the_archive(archive):
     assert "unknown (never timed in" in lines[2]
 
 
+def test_a_plan_names_its_untimed_jobs_in_the_headline_and_per_experiment(archive):
+    """Untimed planned jobs are counted in the headline, never silently left out: agm's archived job
+    recorded no seconds, new was never archived."""
+    from structpred.experiments.run_archive import plan_estimate
+
+    lines = plan_estimate({"m4n": 6, "agm": 3, "new": 2}, archive)
+    assert lines[0] == (f"planned: 11 training jobs, ~4.4 CPU-hours where the archive timed them (6 timed jobs, at "
+                        f"its mean per job and the settings it ran); 5 jobs untimed (unknown)")
+    assert lines[1].endswith(f"3 jobs   unknown (never timed in {archive}/: 1 archived job, none with its seconds)")
+    assert lines[3].endswith(f"2 jobs   unknown (never timed in {archive}/: no archived job)")
+    assert plan_estimate({"m4n": 6}, archive)[0].endswith("(6 timed jobs, at its mean per job and the settings it "
+                                                          "ran); 0 jobs untimed (unknown)")
+
+
 def test_the_readme_costs_are_the_archives():
     """The README's total is the archive's sum (structpred runs cost), not a hand estimate."""
     import re
@@ -134,4 +161,136 @@ def test_the_experiments_command_lists_jobs_data_and_archive(capsys, monkeypatch
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
     assert rows["m4n_table1_code"][1:4] == ["546", "546", "2.45"]          # jobs, archived, CPU-hours
     assert rows["agm_emotion"][3] == "-"                                     # archived, never timed
-    assert rows["casimir_ner_tuned"][1] == "865" and rows["qs_robust"][4] == "ok"
+    assert rows["casimir_ner_tuned"][1] == "865" and rows["qs_robust"][4] == "none"     # reads no raw file
+
+
+def test_the_sample_stays_within_the_total_bound(tmp_path):
+    """--max-seconds bounds the sample's total estimate, not each job's: jobs are drawn in the
+    seed's order while they fit; untimed ones never are; the same seed draws the same sample."""
+    from structpred.experiments.run_archive import sample_jobs
+
+    root = tmp_path / "runs"
+    for split, seconds in enumerate([40.0, 70.0, 90.0, 120.0, 150.0, 30.0, 60.0, 250.0]):
+        _job(root, "qs", "robust", "QS", split, [seconds])
+    _job(root, "qs", "robust", "LS", 0, [])                                # untimed
+    for seed in range(20):
+        sample = sample_jobs(root, 5, seed, max_seconds=200)
+        assert sample["estimate"].sum() <= 200 and 1 <= len(sample) <= 5
+        assert list(sample["estimate"]) == list(sample["seconds"])          # no upstream: its own seconds
+        assert "LS" not in set(sample["method"])
+        assert sample.equals(sample_jobs(root, 5, seed, max_seconds=200))
+        # what is left out did not fit: every job not drawn would exceed the bound
+        left = set(range(8)) - set(sample["split"].astype(int)) if len(sample) < 5 else set()
+        seconds = [40.0, 70.0, 90.0, 120.0, 150.0, 30.0, 60.0, 250.0]
+        assert all(sample["estimate"].sum() + seconds[k] > 200 for k in left)
+    assert len(sample_jobs(root, 9, 0)) == 9                                # unbounded: untimed ones too
+    with pytest.raises(ConfigError, match="no archived job"):
+        sample_jobs(root, 1, 0, max_seconds=10)
+
+
+def _tuned_job_with_grid(root, config, missing=0):
+    """A casimir_ner_tuned Fig. 5a job (60 s) and the archived tuning grid it reads (10 s a point),
+    less its last ``missing`` points; returns (the job's path, the grid's paths)."""
+    from structpred.experiments.registry import get
+
+    grid = get("casimir_ner_tuned").run_inputs(config, "fig5a_c1", "Casimir-SVRG-adapt_mu=8")
+    assert len(grid) == 5 and all(d == "tune_c1" for d, _, _ in grid)
+    _job(root, "casimir_ner_tuned", "fig5a_c1", "Casimir-SVRG-adapt_mu=8", 3, [60.0])
+    for d, m, k in grid[: len(grid) - missing]:
+        _job(root, "casimir_ner_tuned", d, m, k, [10.0])
+    return ("casimir_ner_tuned/fig5a_c1/Casimir-SVRG-adapt_mu=8/split3.csv",
+            [f"casimir_ner_tuned/{d}/{m}/split{k}.csv" for d, m, k in grid])
+
+
+def test_a_tuned_figure_job_reuses_its_tuning_grid_and_pays_for_what_is_missing(tmp_path):
+    from pathlib import Path
+
+    from structpred.experiments.run_archive import history_path, load_config, reuse_plan, sample_jobs
+
+    config = load_config(Path(__file__).resolve().parents[1])
+    root = tmp_path / "runs"
+    job, grid = _tuned_job_with_grid(root, config)
+    for seed in range(5):                                                  # the grid is reused: its own seconds
+        sample = sample_jobs(root, 1, seed, max_seconds=60, config=config)
+        assert sample["estimate"].sum() <= 60
+    everything = sample_jobs(root, 6, 0, config=config)
+    assert everything["estimate"].sum() == 60 + 5 * 10
+    mine = everything[everything["dataset"] == "fig5a_c1"]
+    assert float(mine["estimate"].iloc[0]) == 60.0
+    reuse, redo = reuse_plan(root, mine, config)
+    assert reuse == sorted(grid + [history_path(g) for g in grid]) and redo == []   # rows and history of each
+    assert reuse_plan(root, everything, config) == ([], [])                # sampled jobs are rerun, not copied
+
+    gap = tmp_path / "gap"                                                 # two grid points not archived
+    job, grid = _tuned_job_with_grid(gap, config, missing=2)
+    jobs = sample_jobs(gap, 4, 0, max_seconds=1e9, config=config)
+    assert len(jobs) == 4 and jobs["estimate"].sum() == pytest.approx(60 + 3 * 10 + 2 * (60 + 30) / 4)
+    mine = jobs[jobs["dataset"] == "fig5a_c1"]
+    reuse, redo = reuse_plan(gap, mine, config)
+    assert redo == grid[3:] and reuse == sorted(grid[:3] + [history_path(g) for g in grid[:3]])
+    # its rerun costs 60 s + the two missing points at the archive's mean per timed job (22.5 s)
+    assert float(mine["estimate"].iloc[0]) == pytest.approx(60 + 2 * 22.5)
+    bound = sample_jobs(gap, 4, 0, max_seconds=100, config=config)        # the job (105 s) no longer fits
+    assert bound["estimate"].sum() <= 100 and "fig5a_c1" not in set(bound["dataset"])
+    alone = tmp_path / "alone"                                             # no grid point archived: 5 x 60 s more
+    _tuned_job_with_grid(alone, config, missing=5)
+    assert float(sample_jobs(alone, 1, 0, config=config)["estimate"].iloc[0]) == 360.0
+    with pytest.raises(ConfigError, match="no archived job's rerun fits in 100 seconds"):
+        sample_jobs(alone, 1, 0, max_seconds=100, config=config)
+
+
+def test_reused_upstream_files_are_placed_and_not_rerun(tmp_path):
+    """The archived tuning grid of a casimir_ner_tuned Fig. 5 job, copied into a copy of the project
+    after its data (faked here, as verify's first run builds it), is not planned again: Snakemake's
+    dry run plans the sampled job alone."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from structpred.experiments.run_archive import (load_config, place_upstream, reuse_plan, sample_jobs,
+                                                    verify_commands)
+    from structpred.workflow import project_copy
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root)
+    jobs = sample_jobs(root / "runs", 2, seed=1, experiments=["casimir_ner_tuned"], max_seconds=200, config=config)
+    jobs = jobs[jobs["dataset"].str.startswith("fig")]
+    assert len(jobs) == 1
+    reuse, redo = reuse_plan(root / "runs", jobs, config)
+    assert len(reuse) >= 10 and redo == [] and all("/tune_c" in f for f in reuse)
+    targets = [f"results/casimir_ner_tuned/{r.dataset}/{r.method}/split{r.split}.csv" for r in jobs.itertuples()]
+    prepare, run = verify_commands(targets, cores=1)
+    assert prepare == [*run, "--omit-from", "run_job", "select_model"] and run[3:] == [*targets, "--cores", "1",
+                                                                                       "--keep-going"]
+    copy = project_copy(root, tmp_path / "project", exclude=("runs/", "results/", "reports/"))
+    for name in ("data/raw/conll2003/.verified", "data/processed/conll2003.npz"):    # what `prepare` builds
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_bytes(b"")                 # now: newer than its rule's script, older than the grid
+    place_upstream(root / "runs", reuse, copy)
+    assert all((copy / "results" / f).is_file() for f in reuse)
+    assert len({(copy / "results" / f).stat().st_mtime for f in reuse}) == 1
+    env = {k: v for k, v in os.environ.items() if k != "STRUCTPRED_MIRROR"}
+    proc = subprocess.run([sys.executable, *run[1:], "-n"], cwd=copy, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = proc.stdout + proc.stderr
+    planned = stats[stats.index("Job stats"):].splitlines()
+    assert any(line.split() == ["run_job", "1"] for line in planned), stats[-3000:]
+    assert any(line.split() == ["total", "1"] for line in planned), stats[-3000:]
+
+
+def test_a_rerun_past_its_timeout_is_stopped_and_reported_as_such(tmp_path):
+    """--max-seconds also stops the rerun (verify's ``timeout``): the command and what it started are
+    stopped, and the jobs it did not finish report ``timeout``, never ``identical``."""
+    import time
+    from pathlib import Path
+
+    from structpred.experiments.run_archive import _run_until, sample_jobs, verify
+
+    start = time.monotonic()
+    proc, stopped = _run_until(["bash", "-c", "sleep 30 & sleep 30; echo done"], tmp_path, time.monotonic() + 0.5)
+    assert stopped and "done" not in proc.stdout and time.monotonic() - start < 10
+    root = Path(__file__).resolve().parents[1]
+    jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=5)
+    result = verify(root / "runs", jobs, root, timeout=0.5)
+    assert list(result["status"]) == ["timeout", "timeout"] and "not finished within 0.5 s" in result["detail"].iloc[0]

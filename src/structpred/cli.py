@@ -17,9 +17,13 @@ DESCRIPTION = """structpred: structured-prediction oracles and solvers, and the 
 
   structpred data list          which raw files are here, in the mirror, or missing
   structpred claims             which paper claims hold (the claims ledger)
+  structpred report rerender    rebuild the committed tables, figures, ledger and report from runs/ (no job)
   structpred report index       rebuild reports/index.html from the committed tables
   structpred runs cost          CPU-hours the run archive recorded
+  structpred runs verify        rerun sampled archived jobs from raw data, compare them with the archive
+  structpred runs status        which archived experiments today's code still reproduces
   structpred experiments        every experiment: its table, jobs, data status, archived cost
+  structpred run --plan         what a run would do: its jobs, the raw files it cannot get, its CPU-hours
   structpred run --cores 2      the workflow (snakemake), after checking its config files
 
 The tables themselves are rebuilt by the workflow: snakemake --cores 2 (see README.md)."""

@@ -47,8 +47,18 @@ def report_only_existing_tables():
     config["experiments"] = [e for e in config["experiments"] if e not in absent]
 
 
+def plan_on_dry_run():
+    """A dry run skips ``onstart``, where the data check and the CPU-hours estimate sit: print the
+    same plan as ``structpred run --plan`` (on stderr) while the workflow is read."""
+    from structpred.run_cli import is_dry_run, plan
+
+    if is_dry_run(sys.argv[1:]):
+        print("\n".join(plan(config, os.getcwd())), file=sys.stderr)
+
+
 skip_missing_data()
 report_only_existing_tables()
+plan_on_dry_run()
 
 
 onstart:

@@ -1,8 +1,10 @@
 import pandas as pd
 
+from structpred.experiments.numerics import write_record
 from structpred.experiments.registry import get
 from structpred.experiments.results import make_rows, write_csv
 from structpred.experiments.run_archive import cpu_model
+from structpred.report.provenance import git_commit
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
@@ -18,3 +20,7 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     timing = rows["metric"] == "seconds"   # the CPU the time was measured on (structpred runs cost)
     rows["detail"] = rows["detail"].astype(object).where(~timing | rows["detail"].notna(), cpu_model())
     write_csv(rows, snakemake.output.rows)  # noqa: F821
+    # beside it: the commit, the machine class and the fingerprints of the numerics paths the job ran
+    # (structpred runs status compares them with today's code)
+    write_record(snakemake.output.rows, spec.numeric_paths(snakemake.config, wc.dataset, wc.method),  # noqa: F821
+                 git_commit())

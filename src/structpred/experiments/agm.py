@@ -269,6 +269,10 @@ class EmotionTable(Experiment):
     def settings(self, config, dataset, method):
         return {k: self.block(config)[k] for k in self.KEYS}
 
+    def numeric_paths(self, config, dataset, method):
+        qp = self.settings(config, dataset, method).get("options", {}).get("solver") == "qp"
+        return ("chain_game.qp",) if qp else (f"chain_game.{method}",)
+
     single_selection = True
 
     def grids(self, config, dataset, method):

@@ -104,6 +104,9 @@ class SemanticRoleLabelling(Experiment):
     def view(self, config, dataset):
         return "conll2005"
 
+    def numeric_paths(self, config, dataset, method):
+        return (f"tree.{method}",)
+
     def settings(self, config, dataset, method):
         block = self.block(config)
         settings = {k: block[k] for k in self.KEYS if k in block}

@@ -273,6 +273,9 @@ class NerFigures(CurveFigures):
     def view(self, config, dataset):
         return self.block(config)["view"]
 
+    def numeric_paths(self, config, dataset, method):
+        return (f"ner.{method.split('_')[0]}",)   # a swept variant's label: <method>_<setting>=<value>
+
     def settings(self, config, dataset, method):
         s = self.block(config)
         run = self.runs(config).get((dataset, method))

@@ -142,6 +142,11 @@ def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset:
     return rows
 
 
+#: a task's loss -> the output space family of its numerics paths (:mod:`structpred.experiments.numerics`)
+SPACE_OF_LOSS = {"zero_one": "multiclass", "ordinal": "multiclass", "permutation_hamming": "permutation",
+                 "sequence_hamming": "chain"}
+
+
 def task_of(block: dict, dataset: str) -> tuple[str, dict]:
     """The task of a Table 1 config block that lists ``dataset``: ``(name, spec)``."""
     tasks = block["tasks"]
@@ -191,6 +196,10 @@ class _M4NTable(Experiment):
         return out
 
     resumable = True
+
+    def numeric_paths(self, config, dataset, method):
+        s = self.settings(config, dataset, method)
+        return (f"{SPACE_OF_LOSS[s['loss']]}.{s['method']}", "features.nystrom")
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
         from structpred.experiments.fit_cache import FitCache

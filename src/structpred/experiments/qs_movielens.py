@@ -245,6 +245,9 @@ class MovieLensRanking(Experiment):
         s = config[self.name]
         return [(DATASET, m, t) for m in s["methods"] for t in range(s["n_trials"])]
 
+    def numeric_paths(self, config, dataset, method):
+        return ("qs.ranking",) if method in ("QS", "Popularity") else ("qs.pairwise_baselines",)
+
     def settings(self, config, dataset, method):
         s = {**config[self.name], "intercepts": config[self.name]["qs_intercepts"]}
         if method not in METHODS:

@@ -131,6 +131,9 @@ class RobustRegression(Experiment):
     def view(self, config, dataset):
         return None
 
+    def numeric_paths(self, config, dataset, method):
+        return ("qs.cauchy",)
+
     def settings(self, config, dataset, method):
         return {k: self.block(config)[k] for k in self.KEYS}
 

@@ -119,6 +119,9 @@ class DigitReconstruction(Experiment):
     def view(self, config, dataset):
         return "usps"
 
+    def numeric_paths(self, config, dataset, method):
+        return ("qs.histogram",)
+
     def settings(self, config, dataset, method):
         return {k: self.block(config)[k] for k in self.KEYS}
 

@@ -73,6 +73,13 @@ class Experiment:
         must not invalidate finished jobs)."""
         raise NotImplementedError
 
+    def numeric_paths(self, config: dict, dataset: str, method: str) -> tuple[str, ...]:
+        """The numerics paths (:data:`structpred.experiments.numerics.PATHS`) a job on
+        ``(dataset, method)`` runs: their fingerprints, recorded with the job, say whether today's
+        code still computes its result (``structpred runs status``). Default: none declared (the
+        job's freshness is then unknown)."""
+        return ()
+
     def grids(self, config: dict, dataset: str, method: str) -> dict[str, list]:
         """The search grid of each hyper-parameter a job on ``(dataset, method)`` selects, where
         its result rows do not list them (default: none; lambda's grid is then read from the rows:

@@ -46,12 +46,13 @@ import pandas as pd
 import yaml
 
 from structpred.errors import ConfigError
+from structpred.report.archive_status import read_status
 from structpred.report.selection import edge_notes
 
 REPRODUCED, NOT_REPRODUCED, CANNOT = "reproduced", "not reproduced", "cannot check"
 UNDER = "reproduced under"
 COLUMNS = ["id", "paper", "where", "statement", "kind", "table", "verdict", "ours", "paper_value", "test",
-           "tolerance", "protocols", "grid_edges", "cause", "evidence"]
+           "tolerance", "protocols", "grid_edges", "cause", "evidence", "archive"]
 VALUE_COLUMNS = ("mean", "std", "reference", "detail")
 
 
@@ -564,13 +565,26 @@ def evaluate(claim: dict, tables: Tables, settings: dict, causes) -> dict:
             "evidence": "; ".join(c["evidence"] for c in found if c.get("evidence"))}
 
 
-def ledger(claims_path, report_dir) -> pd.DataFrame:
-    """Every expanded claim of ``claims_path`` with its verdict, from the tables in ``report_dir``."""
+def ledger(claims_path, report_dir, staleness="committed") -> pd.DataFrame:
+    """Every expanded claim of ``claims_path`` with its verdict, from the tables in ``report_dir``.
+    ``archive``: the status of the run archive behind each table the verdict rests on (its own and
+    the protocol table that decided it), from ``staleness`` (default: the committed
+    ``tables/staleness.csv`` of ``report_dir`` when there is one, written by ``structpred runs status
+    --write``; ``None``: tables computed by the workflow from fresh results, no archive behind them)."""
     data = load_claims(claims_path)
     settings = {k: data[k] for k in ("alpha", "tie", "tolerance")}
     tables = Tables(report_dir)
-    rows = [evaluate(c, tables, settings, data.get("causes", []))
-            for claim in data["claims"] for c in expand(claim, tables, settings)]
+    if isinstance(staleness, str) and staleness == "committed":
+        staleness = read_status(Path(report_dir) / "tables" / "staleness.csv")
+    status = {} if staleness is None else dict(zip(staleness["experiment"], staleness["status"]))
+    rows = []
+    for claim in data["claims"]:
+        for c in expand(claim, tables, settings):
+            row = evaluate(c, tables, settings, data.get("causes", []))
+            held = row["verdict"].removeprefix(UNDER).strip() if row["verdict"].startswith(UNDER) else None
+            row["archive"] = "; ".join(f"{t}: {status[t]}" for t in dict.fromkeys([row["table"], held])
+                                       if t in status)
+            rows.append(row)
     return pd.DataFrame.from_records(rows, columns=COLUMNS)
 
 

@@ -30,8 +30,6 @@ def register(subparsers) -> None:
     p = sub.add_parser("index", help="rebuild <report dir>/index.html from the tables and figures present")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
                    help="the configuration naming the report folder (default: config/config.yaml)")
-    p.add_argument("--raw", type=Path, default=None, help="raw data root with the .verified stamps "
-                   "(default: the config's data.raw_dir)")
     p.set_defaults(func=_index)
     p = sub.add_parser("update", help="recompute some (task, dataset) groups of a table from their result files")
     p.add_argument("experiment")
@@ -83,6 +81,8 @@ def _update(args) -> int:
 
 def _index(args) -> int:
     from structpred.experiments.registry import get
+    from structpred.report import provenance
+    from structpred.report.archive_status import read_status
     from structpred.report.html import write_index
 
     config = _load_config(args.config)
@@ -99,8 +99,6 @@ def _index(args) -> int:
         if panels:
             curves += [p for p in [folder / "tables" / f"{name}_curves.csv"] if p.is_file()]
             curves += [p for p in (folder / "figures" / name / f"{panel}.png" for panel in panels) if p.is_file()]
-    raw = args.raw or Path(config["data"]["raw_dir"])
-    stamps = sorted(raw.glob("*/.verified"))
     claims = None
     if config["report"].get("claims"):
         from structpred.experiments.results import write_csv
@@ -109,7 +107,9 @@ def _index(args) -> int:
         claims = folder / "tables" / "claims.csv"
         write_csv(ledger(config["report"]["claims"], folder), claims)
     write_index(folder / "index.html", config=config, tables=tables, tests=tests, figures=figures,
-                stamps=stamps, references=config["report"]["references"], curves=curves, claims=claims)
+                stamps=(), references=config["report"]["references"], curves=curves, claims=claims,
+                staleness=read_status(folder / "tables" / "staleness.csv"),
+                checksums=provenance.registry_checksums({s for t in tables for s in get(t.stem).sources(config)}))
     missing = [n for n in config["experiments"] if folder / "tables" / f"{n}.csv" not in tables]
     print(f"{folder / 'index.html'}: {len(tables)} tables" + (f"; no table yet for {', '.join(missing)}" if missing else ""))
     return 0
@@ -148,4 +148,4 @@ def _rerender(args) -> int:
             for panel in panels:
                 write_curve_figure(name, panel, curves, folder / "figures" / name / f"{panel}.png")
         print(f"{name}: rebuilt from {len(paths)} archived jobs")
-    return _index(argparse.Namespace(config=args.config, raw=None))
+    return _index(argparse.Namespace(config=args.config))

@@ -21,6 +21,7 @@ from structpred.experiments.registry import get
 from structpred.experiments.results import read_results
 from structpred.io import write_text
 from structpred.report import provenance
+from structpred.report.archive_status import describe
 from structpred.report.departures import fill as fill_departure
 from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, summary
 from structpred.report.selection import edge_notes
@@ -67,7 +68,7 @@ def ledger_section(ledger: pd.DataFrame, ledger_path: str, pages: set) -> str:
              f"<code>structpred claims</code>). <i>reproduced under X</i>: fails on the paper-protocol table, "
              f"holds on the sensitivity or converged table X.</p><table><tr>{head}</tr>{body}</table>"]
     columns = ["id", "where", "statement", "verdict", "ours", "paper_value", "test", "tolerance", "protocols",
-               "grid_edges", "cause", "evidence"]
+               "grid_edges", "cause", "evidence", "archive"]
     for paper, rows in ledger.groupby("paper", sort=False):
         parts.append(f"<details><summary><b>{html.escape(str(paper))}</b>: {len(rows)} claims</summary>"
                      "<table class=ledger><tr>" + "".join(f"<th class=l>{c}</th>" for c in columns) + "</tr>")
@@ -109,10 +110,14 @@ def grid_edge_note(selection_path, link: str) -> str:
 
 
 def write_index(path, *, config: dict, tables, tests, figures, stamps, references,
-                results=(), curves=(), claims=None) -> None:
+                results=(), curves=(), claims=None, staleness=None, checksums=None) -> None:
     """Write the HTML report linking every table and figure, with provenance (``curves``: the
     curve tables ``tables/<experiment>_curves.csv`` and figures ``figures/<experiment>/*.png``;
-    ``claims``: the ledger ``tables/claims.csv``, shown first)."""
+    ``claims``: the ledger ``tables/claims.csv``, shown first; ``staleness``: the run archive's
+    status table, when the tables were rendered from the archive: a stale or unknown archive is
+    said in the contents and in the table's section; ``checksums``: the raw files' checksums, default
+    those of the ``stamps`` verified here)."""
+    status = {} if staleness is None else {r["experiment"]: r for r in staleness.to_dict("records")}
     root = Path(path).parent
     rel = lambda p: html.escape(os.path.relpath(p, root))  # noqa: E731
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>structpred report</title>"
@@ -133,8 +138,14 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
     for c in curves:
         if str(c).endswith(".png"):
             curve_figures.setdefault(Path(c).parent.name, []).append(c)
-    parts.append("<ul>" + "".join(f"<li><a href='#{Path(t).stem}'>{html.escape(get(Path(t).stem).title)}</a></li>"
-                                  for t in tables) + "</ul>")
+    def tag(name):
+        row = status.get(name)
+        if row is None or row["status"] == "fresh":
+            return ""
+        return f" <span class='{'v-not' if row['status'] == 'stale' else 'v-cannot'}'>archive {row['status']}</span>"
+
+    parts.append("<ul>" + "".join(f"<li><a href='#{Path(t).stem}'>{html.escape(get(Path(t).stem).title)}</a>"
+                                  f"{tag(Path(t).stem)}</li>" for t in tables) + "</ul>")
     absent = [e for e in config.get("experiments", []) if e not in {Path(t).stem for t in tables}]
     if absent:   # configured, but no table: its jobs have not all run, or its raw data is missing
         parts.append("<p>Not in this report (no table: not run yet, or its raw data is missing; "
@@ -148,6 +159,9 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         table, test_table = loaded[name]
         experiment = get(name)
         parts.append(f"<h2 id='{name}'>{html.escape(experiment.title)}</h2>")
+        if name in status:
+            parts.append(f"<p>Run archive (<code>runs/{html.escape(name)}</code>, "
+                         f"<code>structpred runs status</code>): {html.escape(describe(status[name]))}.</p>")
         parts.append(f"<p>Tidy table: <a href='{rel(table_path)}'>{rel(table_path)}</a>"
                      + (f"; paired tests: <a href='{rel(tests_of[name])}'>{rel(tests_of[name])}</a>"
                         if not test_table.empty else "") + "</p>")
@@ -172,10 +186,10 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         for fig_path in curve_figures.get(name, []):
             parts.append(f"<h3>{html.escape(Path(fig_path).stem)}</h3><p><a href='{rel(fig_path)}'>"
                          f"<img src='{rel(fig_path)}' alt='{html.escape(Path(fig_path).stem)} of {name}'></a></p>")
-    checksums = provenance.raw_checksums(stamps)
+    checksums = provenance.raw_checksums(stamps) if checksums is None else checksums
     parts.append("<h2>Provenance</h2><p>Package versions:</p><pre>"
                  + html.escape(json.dumps(provenance.versions(), indent=1)) + "</pre>"
-                 "<details><summary>sha256 of every raw file used</summary><pre>"
+                 "<details><summary>sha256 of every raw file used (as the data registry pins them)</summary><pre>"
                  + html.escape(json.dumps(checksums, indent=1, sort_keys=True)) + "</pre></details>"
                  "<details><summary>full configuration</summary><pre>"
                  + html.escape(yaml.safe_dump(config, sort_keys=False)) + "</pre></details>")

@@ -40,6 +40,16 @@ def raw_checksums(stamps) -> dict[str, dict[str, str]]:
     return out
 
 
+def registry_checksums(sources) -> dict[str, dict[str, str]]:
+    """source -> {file: expected checksum} from the data registry (what every run verifies its raw
+    files against): the provenance of a report re-rendered from the run archive, where the raw
+    files need not be here."""
+    from structpred.data.registry import get_source
+
+    return {name: {f.path: f.expected.removeprefix("sha256 ") for f in get_source(name).files}
+            for name in sorted(sources)}
+
+
 def versions() -> dict[str, str]:
     """Versions of Python and of the packages the results depend on."""
     out = {"python": platform.python_version()}

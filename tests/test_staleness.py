@@ -1,0 +1,177 @@
+"""Numerics fingerprints and the run archive's status (fresh / stale / unknown), and the CI guard:
+a one-ulp change in a kernel must make it fail, naming the path and the experiment."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from structpred.cli import main
+from structpred.experiments import numerics, staleness
+from structpred.experiments.registry import get
+
+ROOT = Path(__file__).resolve().parents[1]
+MACHINE = "test-machine"
+
+
+def write_job(archive, experiment, dataset, method, split, seconds=1.0, record=None):
+    """A minimal archived job file (and its numerics record)."""
+    path = Path(archive) / experiment / dataset / method / f"split{split}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"experiment": experiment, "dataset": dataset, "method": method, "split": split,
+                  "metric": ["test_loss", "seconds"], "value": [0.25, seconds], "detail": ["", "cpu"]}
+                 ).to_csv(path, index=False)
+    if record is not None:
+        staleness.record_path(path).write_text(json.dumps(record))
+    return path
+
+
+def rec(fps, commit="abc1234567890", machine=MACHINE, **more):
+    return {"commit": commit, "machine": machine, "fingerprints": fps, **more}
+
+
+def test_every_declared_path_exists_and_every_path_is_used():
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    used = set()
+    for name in config["experiments"]:
+        exp = get(name)
+        for dataset, method, _ in exp.jobs(config):
+            paths = exp.numeric_paths(config, dataset, method)
+            assert set(paths) <= set(numerics.PATHS), (name, dataset, method, paths)
+            used |= set(paths)
+    assert used == set(numerics.PATHS)
+    # the chain experiments do not depend on the permutation kernels, and the other way round
+    m4n = get("m4n_table1")
+    assert m4n.numeric_paths(config, "ocr", "M4N") == ("chain.M4N", "features.nystrom")
+    assert m4n.numeric_paths(config, "rnk_wine", "M4N") == ("permutation.M4N", "features.nystrom")
+    assert get("casimir_ner").numeric_paths(config, "fig5a_c1", "Casimir-SVRG-const_mu=8") == ("ner.Casimir-SVRG-const",)
+    assert get("agm_emotion_converged").numeric_paths(config, "ck", "AGM") == ("chain_game.qp",)
+    assert get("agm_emotion_converged").numeric_paths(config, "ck", "CRF") == ("chain_game.CRF",)
+
+
+def test_bits_see_one_ulp_and_shapes():
+    a = np.linspace(0.1, 1, 6)
+    b = a.copy()
+    b[3] = np.nextafter(b[3], 2.0)
+    assert numerics._bits([a]) != numerics._bits([b])
+    assert numerics._bits([a]) != numerics._bits([a.reshape(2, 3)])
+    assert numerics._bits([a, [a]]) == numerics._bits([a.copy(), [a.copy()]])
+
+
+def test_a_fingerprint_is_the_same_when_recomputed():
+    first = numerics.fingerprint("multiclass.M3N")
+    numerics.fingerprint.cache_clear()
+    assert numerics.fingerprint("multiclass.M3N") == first
+    assert len(first) == 16 and int(first, 16) >= 0
+    assert "|" in numerics.machine_class()
+
+
+def test_status_fresh_stale_and_unknown(tmp_path):
+    now = {"chain.M4N": "new", "permutation.M4N": "same", "features.nystrom": "nys"}
+    write_job(tmp_path, "chains", "ocr", "M4N", 0, record=rec({"chain.M4N": "old", "features.nystrom": "nys"}))
+    write_job(tmp_path, "chains", "ocr", "M4N", 1, record=rec({"chain.M4N": "new", "features.nystrom": "nys"}))
+    write_job(tmp_path, "ranks", "rnk", "M4N", 0, record=rec({"permutation.M4N": "same", "features.nystrom": "nys"}))
+    write_job(tmp_path, "old", "iris", "M3N", 0)
+    write_job(tmp_path, "elsewhere", "iris", "M3N", 0, record=rec({"multiclass.M3N": "x"}, machine="other"))
+    write_job(tmp_path, "differs", "iris", "M3N", 0, record=rec({"multiclass.M3N": "x"}, reproduced=False))
+    table = staleness.status_table(tmp_path, now, MACHINE).set_index("experiment")
+    assert table.loc["ranks", "status"] == "fresh" and table.loc["ranks", "fresh"] == 1
+    chains = table.loc["chains"]
+    assert (chains["status"], chains["stale"], chains["fresh"], chains["moved_paths"], chains["since"]) == \
+        ("stale", 1, 1, "chain.M4N", "abc1234567")
+    assert table.loc["old", "status"] == "unknown" and "no numerics record" in table.loc["old", "detail"]
+    assert table.loc["elsewhere", "status"] == "unknown" and "another machine class" in table.loc["elsewhere", "detail"]
+    assert table.loc["differs", "status"] == "stale" and "differed" in table.loc["differs", "detail"]
+
+
+def test_compare_status_names_the_experiment_and_the_paths(tmp_path):
+    write_job(tmp_path, "chains", "ocr", "M4N", 0, record=rec({"chain.M4N": "a"}))
+    committed = staleness.status_table(tmp_path, {"chain.M4N": "a"}, MACHINE)
+    assert staleness.compare_status(committed, committed) == []
+    moved = staleness.status_table(tmp_path, {"chain.M4N": "b"}, MACHINE)
+    lines = staleness.compare_status(committed, moved)
+    assert len(lines) == 1 and lines[0].startswith("chains: committed fresh") and "chain.M4N" in lines[0]
+    # marked stale in the committed table: the guard passes
+    assert staleness.compare_status(moved, moved) == []
+    # a table committed on another machine class is not compared
+    assert staleness.compare_status(committed.assign(machine="other"), moved) == []
+    assert "no committed status" in staleness.compare_status(None, moved)[0]
+
+
+def test_guard_sample_covers_paths_cheapest_first_within_budget(tmp_path, monkeypatch):
+    fps = {"a": "1", "b": "2", "c": "3"}
+    monkeypatch.setattr(staleness, "fingerprints", lambda names=None: {n: fps[n] for n in names})
+    monkeypatch.setattr(staleness, "machine_class", lambda: MACHINE)
+    write_job(tmp_path, "e1", "d", "m", 0, seconds=5, record=rec({"a": "1"}))
+    write_job(tmp_path, "e1", "d", "m", 1, seconds=2, record=rec({"a": "1", "b": "2"}))
+    write_job(tmp_path, "e2", "d", "m", 0, seconds=500, record=rec({"c": "3"}))
+    write_job(tmp_path, "e3", "d", "m", 0, seconds=1, record=rec({"b": "stale"}))
+    sample, unguarded = staleness.guard_sample(tmp_path, budget_seconds=100)
+    assert sample[["experiment", "split"]].values.tolist() == [["e1", "1"]]
+    assert unguarded == ["c"]
+
+
+def test_status_cli_writes_the_table_and_refuses_a_malformed_record(tmp_path, capsys):
+    write_job(tmp_path / "runs", "old", "iris", "M3N", 0)
+    out = tmp_path / "staleness.csv"
+    assert main(["runs", "status", "--archive", str(tmp_path / "runs"), "--write", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "1 archived experiments: 0 fresh, 0 stale, 1 unknown" in text
+    assert pd.read_csv(out)["status"].tolist() == ["unknown"]
+    bad = write_job(tmp_path / "runs", "bad", "iris", "M3N", 0)
+    staleness.record_path(bad).write_text("{not json")
+    assert main(["runs", "status", "--archive", str(tmp_path / "runs")]) == 2
+    assert "not a numerics record" in capsys.readouterr().err
+
+
+def test_ledger_and_index_say_when_a_table_rests_on_a_stale_archive(tmp_path):
+    from structpred.report.archive_status import describe
+
+    row = {"status": "stale", "jobs": 4, "stale": 1, "fresh": 3, "unknown": 0, "moved_paths": "chain.M4N",
+           "since": "abc", "detail": ""}
+    assert describe(row).startswith("STALE: 1 of 4") and "chain.M4N" in describe(row)
+    assert describe({**row, "status": "fresh"}).startswith("fresh")
+
+
+ONE_ULP = ("            out[t, j] = thU[t, j] + eta * (U[t, j] + g[t, j])\n",
+           "            out[t, j] = thU[t, j] + eta * (U[t, j] + g[t, j]) * (1.0 + 2.220446049250313e-16)\n")
+
+
+@pytest.mark.slow
+def test_the_guard_fails_on_a_one_ulp_change_in_a_kernel(tmp_path):
+    """The chain SP-MP's mirror step changed by one ulp in a copy of the package: the guard, run on
+    an archive whose records HEAD made, names the path and the experiment and exits 1; unchanged,
+    it passes."""
+    archive, status = tmp_path / "runs", tmp_path / "staleness.csv"
+    fps = numerics.fingerprints(["chain.M4N", "permutation.M4N"])
+    write_job(archive, "m4n_chain", "ocr", "M4N", 0, record=rec({"chain.M4N": fps["chain.M4N"]},
+                                                                 machine=numerics.machine_class()))
+    write_job(archive, "m4n_ranks", "rnk", "M4N", 0, record=rec({"permutation.M4N": fps["permutation.M4N"]},
+                                                                 machine=numerics.machine_class()))
+    staleness.status_table(archive).to_csv(status, index=False)
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "structpred", src / "structpred", ignore=shutil.ignore_patterns("__pycache__"))
+    kernel = src / "structpred" / "outputs" / "_chain_kernels.py"
+    text = kernel.read_text()
+    assert text.count(ONE_ULP[0]) == 1, "the mirror step's line moved: update ONE_ULP"
+
+    def guard():
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        return subprocess.run([sys.executable, "-m", "structpred.cli", "runs", "guard", "--archive", str(archive),
+                               "--status", str(status), "--no-reruns"], env=env, capture_output=True, text=True,
+                              cwd=tmp_path, timeout=900)
+
+    same = guard()
+    assert same.returncode == 0, same.stderr
+    kernel.write_text(text.replace(*ONE_ULP))
+    moved = guard()
+    assert moved.returncode == 1, moved.stdout + moved.stderr
+    assert "m4n_chain: committed fresh" in moved.stderr and "chain.M4N" in moved.stderr
+    assert "m4n_ranks" not in moved.stderr   # the permutation path did not move

@@ -18,6 +18,11 @@ def register(subparsers) -> None:
     cost.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
     cost.add_argument("--by", default="experiment", choices=["experiment", "method", "dataset"],
                       help="group by experiment, by experiment and method, or by experiment, method and dataset")
+    cost.add_argument("--simulate-cores", type=int, nargs="+", default=None, metavar="N",
+                      help="instead: the main job's wall time on N cores, from the recorded seconds and the "
+                           "workflow's job graph (list scheduling by critical path)")
+    cost.add_argument("--config", type=Path, default=Path("config/config.yaml"),
+                      help="with --simulate-cores: the configuration (default: config/config.yaml)")
     cost.set_defaults(func=_cost)
     check = sub.add_parser("verify", help="rerun sampled archived jobs from raw data and compare their rows "
                                           "with the archive's (timings excluded)")
@@ -44,6 +49,9 @@ def register(subparsers) -> None:
 def _cost(args) -> int:
     import pandas as pd
 
+    if args.simulate_cores:
+        return _simulate(args)
+
     from structpred.experiments.run_archive import cost_table
 
     table = cost_table(args.archive, args.by)
@@ -60,6 +68,25 @@ def _cost(args) -> int:
     timed = table["timed_jobs"].sum()
     print(f"total: {table['cpu_hours'].sum():.1f} CPU-hours over {timed} timed jobs "
           f"({table['jobs'].sum() - timed} untimed)")
+    return 0
+
+
+def _simulate(args) -> int:
+    from structpred.errors import ConfigError
+    from structpred.experiments.makespan import makespan, tasks
+    from structpred.report.cli import _load_config
+
+    if min(args.simulate_cores) < 1:
+        raise ConfigError("--simulate-cores takes core counts of at least 1")
+    jobs, left = tasks(args.archive, _load_config(args.config))
+    total = sum(sum(t.parts) for t in jobs)
+    print(f"{len(jobs)} timed archived jobs, {total / 3600:.1f} CPU-hours of fitting; left out: "
+          f"{left['untimed']} untimed, {left['not archived']} not archived (data and feature jobs count 0)")
+    for n in args.simulate_cores:
+        end, longest = makespan(jobs, n)
+        wall, held = longest.wall(n)
+        print(f"{n:4d} cores: {end / 3600:7.2f} hours wall  (longest job {'/'.join(map(str, longest.key))}: "
+              f"{wall / 3600:.2f} h on {held} core{'s' if held > 1 else ''}; CPU-hours / cores: {total / 3600 / n:.2f})")
     return 0
 
 

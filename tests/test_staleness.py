@@ -107,6 +107,7 @@ def test_compare_status_names_the_experiment_and_the_paths(tmp_path):
 
 def test_guard_sample_covers_paths_cheapest_first_within_budget(tmp_path, monkeypatch):
     fps = {"a": "1", "b": "2", "c": "3"}
+    monkeypatch.setattr(staleness, "PATHS", fps)
     monkeypatch.setattr(staleness, "fingerprints", lambda names=None: {n: fps[n] for n in names})
     monkeypatch.setattr(staleness, "machine_class", lambda: MACHINE)
     write_job(tmp_path, "e1", "d", "m", 0, seconds=5, record=rec({"a": "1"}))

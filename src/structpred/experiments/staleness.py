@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.numerics import fingerprints, machine_class
+from structpred.experiments.numerics import PATHS, fingerprints, machine_class
 from structpred.experiments.run_archive import job_files
 from structpred.report.archive_status import read_status
 
@@ -92,7 +92,8 @@ def status_table(archive, current: dict[str, str] | None = None, machine: str | 
         status = "stale" if counts.get("stale") else "unknown" if counts.get("unknown") else "fresh"
         stale = group[group["status"] == "stale"]
         moved = sorted({p for ps in stale["moved"] for p in ps})
-        since = sorted({c.removesuffix("+dirty")[:10] for c in stale["commit"] if c})
+        # the commits the moved jobs ran at (a job whose rerun differed names its rerun's in ``detail``)
+        since = sorted({c.removesuffix("+dirty")[:10] for c, m in zip(stale["commit"], stale["moved"]) if c and m})
         details = group.loc[group["status"] != "fresh", "detail"].value_counts()
         out.append({"experiment": experiment, "status": status, "jobs": len(group),
                     "fresh": int(counts.get("fresh", 0)), "stale": int(counts.get("stale", 0)),
@@ -115,7 +116,7 @@ def guard_sample(archive, budget_seconds: float = 120.0) -> tuple[pd.DataFrame, 
     fresh = jobs[(jobs["status"] == "fresh") & jobs["seconds"].notna()].copy()
     fresh["paths"] = [sorted(read_record(Path(archive) / e / d / m / f"split{k}.csv")["fingerprints"])
                       for e, d, m, k in zip(fresh["experiment"], fresh["dataset"], fresh["method"], fresh["split"])]
-    every = sorted({p for rec in map(read_record, job_files(archive)) if rec for p in rec["fingerprints"]})
+    every = sorted(PATHS)
     chosen, covered, spent = [], set(), 0.0
     for p in every:
         if p in covered:

@@ -22,7 +22,8 @@ def describe(row: dict) -> str:
     if row["status"] == "stale":
         moved = f" (paths moved: {row['moved_paths']})" if row["moved_paths"] else ""
         since = f", archived at {row['since']}" if row["since"] else ""
+        why = f" ({row['detail']})" if row["detail"] and not row["moved_paths"] else ""
         return (f"STALE: {row['stale']} of {row['jobs']} archived jobs are no longer what today's code "
-                f"computes{moved}{since}; the table is the archive's until they are rerun")
+                f"computes{moved}{since}{why}; the table is the archive's until they are rerun")
     return (f"unknown: {row['unknown']} of {row['jobs']} archived jobs carry no fingerprints comparable "
             f"here ({row['detail']})")

@@ -111,9 +111,15 @@ def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mi
     cells = lines[1].split(",")
     cells[8] = "0.123"                                                   # the first row's value
     first.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
-    result = verify(copy, jobs, root)
+    result = verify(copy, jobs, root, record=True)
     assert list(result["status"]) == ["differs", "identical"]
     assert "line 2: archived" in result["detail"].iloc[0] and "0.123" in result["detail"].iloc[0]
+    # --record: the identical job gets its rerun's record (fresh), the altered one is marked not reproduced
+    from structpred.experiments.staleness import job_table
+
+    status = {(r.dataset, r.method, r.split): r.status for r in job_table(copy).itertuples()}
+    assert [status[(r.dataset, r.method, str(r.split))] for r in jobs.itertuples()] == ["stale", "fresh"]
+    assert job_table(copy)["commit"].str.len().min() >= 40
 
 
 def test_a_plan_is_estimated_from_the_archive(archive):

@@ -298,6 +298,7 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
     import tempfile
     import time
 
+    from structpred.report.provenance import git_commit
     from structpred.workflow import project_copy
 
     project, archive = Path(project).resolve(), Path(archive).resolve()
@@ -309,6 +310,7 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
         log(f"reusing {len(reuse)} archived upstream files, recomputing {len(redo)} upstream outputs")
     targets = [f"results/{job_path(r.experiment, r.dataset, r.method, r.split)}" for r in jobs.itertuples()]
     prepare, run = verify_commands(targets, cores, configfile)
+    commit = git_commit(project)   # the code the rerun runs: the project as copied now
     with tempfile.TemporaryDirectory(prefix="structpred-verify-") as tmp:
         project_copy(project, tmp, exclude=("runs/", "results/", "reports/"))
         proc, stopped = _run_until(prepare, tmp, deadline)
@@ -330,21 +332,20 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
                          None if len(a) == len(b) else f"{len(a)} archived rows, {len(b)} rerun")
             out.append(("identical", "") if first is None else ("differs", first))
             if record:
-                _record_verdict(archive / target.removeprefix("results/"), mine, project, first is None)
+                _record_verdict(archive / target.removeprefix("results/"), mine, commit, first is None)
     return jobs.assign(status=[s for s, _ in out], detail=[d for _, d in out])
 
 
-def _record_verdict(archived: Path, rerun: Path, project: Path, identical: bool) -> None:
-    """Beside the archived job file, the numerics record of its rerun (commit: the project's), marked
-    ``"reproduced": false`` when the rerun differed."""
+def _record_verdict(archived: Path, rerun: Path, commit: str, identical: bool) -> None:
+    """Beside the archived job file, the numerics record of its rerun (``commit``: the project's when
+    it was copied for the rerun), marked ``"reproduced": false`` when the rerun differed."""
     import json
 
     from structpred.io import atomic_open
-    from structpred.report.provenance import git_commit
 
     source = Path(str(rerun).removesuffix(".csv") + ".numerics.json")
     rec = json.loads(source.read_text(encoding="utf-8"))
-    rec["commit"] = git_commit(project)
+    rec["commit"] = commit
     if not identical:
         rec["reproduced"] = False
     with atomic_open(str(archived).removesuffix(".csv") + ".numerics.json", "w") as fh:

@@ -139,3 +139,30 @@ def bound(counts: dict[str, float], costs: dict[str, float]) -> float:
 
 def describe(costs: dict[str, float]) -> str:
     return ", ".join(f"{op} {1e9 * c:.2f} ns" for op, c in costs.items())
+
+
+def _widest(asm: str) -> str:
+    """The widest register of the packed double arithmetic in ``asm``: ``zmm`` (8 doubles a
+    vector), ``ymm`` (4), ``xmm`` (2), or ``scalar`` (no packed double arithmetic)."""
+    import re
+
+    packed = re.findall(r"^\s*v?(?:add|sub|mul|div|fmadd\w*|max|min|rndscale|round|cvt\w*)pd\b.*$", asm, re.M)
+    for reg in ("zmm", "ymm", "xmm"):
+        if any(f"%{reg}" in line for line in packed):
+            return reg
+    return "scalar"
+
+
+def vector_width() -> dict[str, str]:
+    """How the measuring loops of ``fexp`` and ``flog`` vectorise in this process (numba's target,
+    ``structpred._numba_target``): the widest register of their packed double arithmetic, read from
+    the assembly of fresh uncached compilations (numba cannot show the assembly of cached code)."""
+    from numba import njit
+
+    x, out = np.ones(4), np.empty(4)
+    unary = njit(_unary)
+    unary(_fexp_op, x, out, 1)
+    flog_loop = njit(error_model="numpy")(_flog_loop)
+    flog_loop(x, out, 1)
+    return {"fexp": _widest("\n".join(unary.inspect_asm().values())),
+            "flog": _widest("\n".join(flog_loop.inspect_asm().values()))}

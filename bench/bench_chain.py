@@ -56,6 +56,17 @@ in loops of their own that vectorise, as the kernel takes them; issue 40's goal 
 the *vectorised* bound (which only a kernel whose every loop vectorises approaches), and in
 parentheses the looser bound with scalar exps and logs too (``_bound.bound_costs``).
 
+The header names the CPU, the instruction set numba compiles for (``structpred._numba_target``:
+the host's features, plus ``-prefer-256-bit`` on AVX-512 hosts) and the vector registers the
+measuring loops of ``fexp`` and ``flog`` get, read from their assembly (``zmm``: 8 doubles a
+vector; ``ymm``: 4, LLVM's choice for Intel's AVX-512 cores without that flag).
+
+The last table times the batched kernels (``outputs/_chain_batch.py``: the pool's words across
+the SIMD lanes, 32 a block, one call for the whole pool; the path of ``marginals``,
+``log_partition`` and ``top_k`` of a ragged batch) against the single-word kernels in a compiled
+loop and the C reference's loop, each timing alternated with the others so that their ratios see the same
+load; the batched results are first checked to be bitwise those of the single-word kernels.
+
 What differs between the two sides, besides the compilers (numba's LLVM targets the
 host CPU, the C build the baseline x86-64 ISA):
 
@@ -549,6 +560,7 @@ def main():
 
     import numba
 
+    from structpred.outputs import _chain_batch as KBATCH
     from structpred.outputs import _chain_kernels as K
     from structpred.outputs.chain import Chain
 
@@ -585,6 +597,7 @@ def main():
           f"{seconds:g} s per measurement, best of 3")
     print(f"numba {numba.__version__}, numpy {np.__version__}, {platform.machine()}, "
           f"{os.cpu_count()} cores, load average {load:.2f}")
+    print_target()
     print(f"log-sum-exp / marginal terms below the {K._CUT:g}-nat cut on these scores: "
           f"{100 * cut_fraction(U, P, K._CUT):.4f} %")
 
@@ -771,8 +784,130 @@ def main():
                     fmt(r.get("loop numba")), fmt(r.get("loop C")), fmt(lc, True)]
             print(f"{name:<18}" + "".join(vals), flush=True)
         print_spmp_bound(T, R, iters, 1.0 / measured[spmp_row]["loop numba"], cut_fraction(U, P, K._CUT))
-    print("(loss_augmented runs the viterbi kernel and bayes_decode is numpy only: no kernel column; "
-          "both log_partition run the forward recursion only)")
+        print("(loss_augmented runs the viterbi kernel and bayes_decode is numpy only: no kernel column; "
+              "both log_partition run the forward recursion only)")
+        print_batched(V, U, P, T, R, KBATCH,
+                      (nb_viterbi_loop, nb_sum_product_loop, nb_log_partition_loop, nb_top_k_loop), c, seconds)
+
+
+def print_target():
+    """The CPU, the instruction set numba compiles for (``structpred._numba_target``) and the vector
+    registers its ``fexp`` / ``flog`` loops get (``_bound.vector_width``: from their assembly)."""
+    from _bound import vector_width
+
+    from structpred._numba_target import describe
+
+    t = describe()
+    widths = vector_width()
+    lanes = {"zmm": "8 doubles", "ymm": "4 doubles", "xmm": "2 doubles", "scalar": "not vectorised"}
+    source = "the host's features" if t["features"] == "host" else "a feature string"
+    print(f"CPU: {t['cpu']} (LLVM: {t['llvm_cpu']}); numba compiles for {t['isa']}"
+          f"{' with -prefer-256-bit' if t['widened'] else ''} ({source}); "
+          + ", ".join(f"{k} loop: {w} ({lanes[w]})" for k, w in widths.items()))
+
+
+def paired(runs: dict, seconds: float, repeat: int = 5) -> dict:
+    """Seconds per word of each ``run() -> words`` in ``runs``, measured alternately (one timing of
+    each run per round, ``repeat`` rounds, best of each), each timing repeating its run for about
+    ``seconds``: ratios between the runs then see the same machine load."""
+    calls = {}
+    for name, run in runs.items():
+        run()
+        n, t = 1, 0.0
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                run()
+            t = time.perf_counter() - t0
+            if t >= seconds / 4:
+                break
+            n *= 2
+        calls[name] = max(1, int(n * seconds / t))
+    best = dict.fromkeys(runs, np.inf)
+    for _ in range(repeat):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            words = 0
+            for _ in range(calls[name]):
+                words += run()
+            best[name] = min(best[name], (time.perf_counter() - t0) / words)
+    return best
+
+
+def print_batched(V, U, P, T, R, KB, loops, c, seconds):
+    """The batched kernels (``outputs/_chain_batch.py``: the pool's words across the SIMD lanes,
+    :data:`KB.LANES` a block, one call for the pool) against the single-word kernels in a compiled
+    loop and the C reference's loop, in alternated timings; checks first that they give the
+    single-word kernels' bits."""
+    from structpred.outputs import _chain_kernels as K
+
+    nb_viterbi, nb_sum_product, nb_log_partition, nb_top_k = loops
+    n, dim = V.shape
+    KTOP = 5
+    flat = np.ascontiguousarray(V).ravel()
+    starts = np.arange(n, dtype=np.int64) * dim
+    pstarts = starts + T * R
+    lengths = np.full(n, T, dtype=np.int64)
+    blocks, singles = KB.plan(lengths)
+    out, marg, lz = np.empty(n), np.empty(n * dim), np.empty(n)
+    Y, S = np.empty(n * T, dtype=np.int64), np.empty(n)
+    YK, SK, found = np.zeros(KTOP * n * T, dtype=np.int64), np.zeros((n, KTOP)), np.empty(n, dtype=np.int64)
+    ystarts = np.arange(n, dtype=np.int64) * T
+    args = (flat, starts, flat, pstarts, lengths, R)
+    KB.log_partitions(*args, blocks, singles, out)
+    KB.sums_products(*args, blocks, singles, marg, starts, lz)
+    KB.viterbis(*args, blocks, singles, Y, ystarts, S)
+    KB.top_ks(*args, KTOP, blocks, singles, YK, ystarts, SK, found)
+    same = True
+    node, edge, y1 = np.empty((T, R)), np.empty((T - 1, R, R)), np.empty(T, dtype=np.int64)
+    Y1, S1 = np.zeros((KTOP, T), dtype=np.int64), np.zeros(KTOP)
+    for k in range(n):
+        same &= K.log_partition(U[k], P[k]) == out[k] and K.sum_product(U[k], P[k], node, edge, True) == lz[k]
+        same &= np.array_equal(marg[k * dim: (k + 1) * dim], np.r_[node.ravel(), edge.ravel()])
+        same &= K.viterbi(U[k], P[k], y1) == S[k] and np.array_equal(y1, Y[k * T: (k + 1) * T])
+        f = K.top_k_viterbi(U[k], P[k], KTOP, Y1, S1)
+        same &= f == found[k] and np.array_equal(S1[:f], SK[k, :f])
+        same &= np.array_equal(Y1[:f].ravel(), YK[KTOP * k * T: KTOP * k * T + f * T])
+    print()
+    print(f"batched kernels: {n} words of length {T} in {blocks.shape[0]} blocks of {blocks.shape[1]} lanes "
+          f"({singles.size} single), one call; results {'bitwise the single-word kernels' if same else 'DIFFER'}")
+    if not same:
+        raise SystemExit("the batched kernels disagree with the single-word kernels: not timing them")
+    pout, pn, pe = Y.ctypes.data, node.ctypes.data, edge.ctypes.data
+    pU0, pP0 = U.ctypes.data, P.ctypes.data
+    pY, pS = Y1.ctypes.data, S1.ctypes.data
+
+    def one(fn):
+        def run():
+            fn()
+            return n
+        return run
+
+    rows = {
+        "log_partition": {"batched": one(lambda: KB.log_partitions(*args, blocks, singles, out)),
+                          "loop numba": one(lambda: nb_log_partition(n, U, P))},
+        "marginals": {"batched": one(lambda: KB.sums_products(*args, blocks, singles, marg, starts, lz)),
+                      "loop numba": one(lambda: nb_sum_product(n, U, P, node, edge))},
+        "decode": {"batched": one(lambda: KB.viterbis(*args, blocks, singles, Y, ystarts, S)),
+                   "loop numba": one(lambda: nb_viterbi(n, U, P, y1))},
+        f"top_k (K={KTOP})": {"batched": one(lambda: KB.top_ks(*args, KTOP, blocks, singles, YK, ystarts, SK, found)),
+                              "loop numba": one(lambda: nb_top_k(n, U, P, KTOP, Y1, S1))},
+    }
+    if c is not None:
+        rows["log_partition"]["loop C"] = one(lambda: c.log_partition_loop(n, n, T, R, pU0, pP0))
+        rows["marginals"]["loop C"] = one(lambda: c.sum_product_loop(n, n, T, R, pU0, pP0, pn, pe))
+        rows["decode"]["loop C"] = one(lambda: c.viterbi_loop(n, n, T, R, pU0, pP0, pout))
+        rows[f"top_k (K={KTOP})"]["loop C"] = one(lambda: c.top_k_loop(n, n, T, R, KTOP, pU0, pP0, pY, pS))
+    print(f"words / second, alternated timings (load average {os.getloadavg()[0]:.2f}); "
+          "ratios: batched / the other (> 1 = batched faster)")
+    cols = ["batched", "loop numba", "loop C", "b/numba", "b/C"]
+    print(f"{'oracle':<18}" + "".join(f"{h:>12}" for h in cols))
+    for name, runs in rows.items():
+        t = paired(runs, seconds)
+        vals = [f"{1 / t[k]:>12,.0f}" if k in t else f"{'-':>12}" for k in cols[:3]]
+        vals += [f"{t['loop numba'] / t['batched']:>11.2f}x",
+                 f"{t['loop C'] / t['batched']:>11.2f}x" if "loop C" in t else f"{'-':>12}"]
+        print(f"{name:<18}" + "".join(vals), flush=True)
 
 
 def spmp_counts(T: int, R: int) -> dict[str, int]:

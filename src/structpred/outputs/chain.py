@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.outputs import _chain_batch as KB
 from structpred.outputs import _chain_kernels as K_
 from structpred.outputs import _tree_kernels as TK
 from structpred.outputs.base import (
@@ -37,6 +38,11 @@ from structpred.outputs.base import (
 )
 from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NODE_LOSSES, NodeLoss, node_loss_matrix
+
+
+#: numbers of scores the batched kernels copy at a time (64 MiB): a ragged batch larger than that
+#: goes through them in chunks
+BATCH_DOUBLES = 1 << 23
 
 
 class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMin, AffineLoss,
@@ -116,6 +122,49 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
         if not (np.all(np.isfinite(U)) and np.all(np.isfinite(P))):
             raise StructpredError("scores contain NaN or infinite values")
         return np.ascontiguousarray(U), np.ascontiguousarray(P)
+
+    def _ragged_chunks(self, v):
+        """Index ranges ``[a, b)`` of a ragged batch whose score vectors hold together at most
+        :data:`BATCH_DOUBLES` numbers (or one vector): the batched kernels copy a chunk's scores."""
+        sizes = np.cumsum([np.size(s) for s in v])
+        a = 0
+        while a < len(sizes):
+            base = sizes[a - 1] if a else 0
+            b = max(a + 1, int(np.searchsorted(sizes, base + BATCH_DOUBLES, side="right")))
+            yield a, b
+            a = b
+
+    def _ragged_scores(self, v, y=None):
+        """A ragged batch of scores as the batched kernels (:mod:`structpred.outputs._chain_batch`)
+        read it: ``(fu, ustarts, fp, pstarts, lengths)``, word ``i``'s unary scores at
+        ``fu[ustarts[i]:]`` and its pairwise scores at ``fp[pstarts[i]:]``, checked as
+        :meth:`_scores` checks one; with labels ``y``, the unaries are the loss-augmented ``U +
+        A_t[y_t, :]`` of :meth:`top_k` (the same numpy sums)."""
+        R = self.R
+        vs = [np.asarray(s, dtype=np.float64) for s in v]
+        for s in vs:
+            if s.ndim != 1:
+                raise StructpredError(f"a chain score must be 1-d, got shape {s.shape}")
+        sizes = np.array([s.shape[0] for s in vs], dtype=np.int64)
+        lengths, rem = np.divmod(sizes + R * R, R + R * R)
+        bad = np.flatnonzero((rem != 0) | (lengths < 1))
+        if bad.size:
+            raise StructpredError(f"a chain score over {R} labels has T*R + (T-1)*R^2 entries; got {sizes[bad[0]]}")
+        fp = np.concatenate(vs) if vs else np.empty(0)
+        if not np.all(np.isfinite(fp)):
+            raise StructpredError("scores contain NaN or infinite values")
+        starts = np.cumsum(sizes) - sizes
+        pstarts = starts + lengths * R
+        if y is None:
+            return fp, starts, fp, pstarts, lengths
+        aug = []
+        for s, T, lab in zip(vs, lengths, y):
+            lab = self.check_labels(lab)
+            if lab.shape[0] != T:
+                raise StructpredError(f"score of length {T} but labels of length {lab.shape[0]}")
+            aug.append((s[: T * R].reshape(T, R) + self._loss_rows(lab)).ravel())
+        fu = np.concatenate(aug) if aug else np.empty(0)
+        return fu, np.cumsum(lengths * R) - lengths * R, fp, pstarts, lengths
 
     def check_labels(self, y):
         """Validate one sequence ``(T,)`` or a list of them; returns int64 arrays."""
@@ -248,7 +297,8 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
 
     # --- oracles ------------------------------------------------------------------------
     def decode(self, v):
-        """Viterbi ``argmax_y <phi(y), v>``."""
+        """Viterbi ``argmax_y <phi(y), v>`` (word by word: the batched Viterbi kernel,
+        ``_chain_batch.viterbis``, gives the same bits but its packing costs what it saves)."""
         def one(s):
             U, P = self._scores(s)
             out = np.empty(U.shape[0], dtype=np.int64)
@@ -291,8 +341,21 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
             found = K_.top_k_viterbi(U, P, K, Y, S)
             return Y[:found], S[:found]
 
-        if is_ragged(v):
-            return self._map(one, v, [None] * len(v) if y is None else y)
+        if is_ragged(v):        # the batched kernel: the same bits
+            if y is not None and len(y) != len(v):
+                raise StructpredError(f"batch sizes differ: {[len(v), len(y)]}")
+            out = []
+            for c0, c1 in self._ragged_chunks(v):
+                fu, us, fp, ps, lengths = self._ragged_scores(v[c0:c1], None if y is None else y[c0:c1])
+                blocks, singles = KB.plan(lengths)
+                ystarts = np.cumsum(lengths) - lengths
+                Y = np.zeros(K * int(lengths.sum()), dtype=np.int64)
+                S = np.zeros((len(lengths), K))
+                found = np.empty(len(lengths), dtype=np.int64)
+                KB.top_ks(fu, us, fp, ps, lengths, self.R, K, blocks, singles, Y, ystarts, S, found)
+                out += [(Y[K * a: K * (a + T)].reshape(K, T)[:f], S[i, :f])
+                        for i, (a, T, f) in enumerate(zip(ystarts, lengths, found))]
+            return out
         return one(v, y)
 
     def smoothed_top_k(self, v, y, K: int, mu: float):
@@ -310,7 +373,19 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
         return value, grad
 
     def marginals(self, v):
-        """Sum-product: ``[unary (T, R) | pairwise (T-1, R, R)]`` marginals of ``p ∝ exp <phi, v>``."""
+        """Sum-product: ``[unary (T, R) | pairwise (T-1, R, R)]`` marginals of ``p ∝ exp <phi, v>``
+        (a ragged batch by the batched kernel, the same bits; its marginals are views of one array
+        per chunk of :meth:`_ragged_chunks`)."""
+        if is_ragged(v):
+            out = []
+            for c0, c1 in self._ragged_chunks(v):
+                fu, us, fp, ps, lengths = self._ragged_scores(v[c0:c1])
+                blocks, singles = KB.plan(lengths)
+                flat = np.empty(fp.shape[0])
+                KB.sums_products(fu, us, fp, ps, lengths, self.R, blocks, singles, flat, us, np.empty(len(lengths)))
+                out += np.split(flat, us[1:])
+            return out
+
         def one(s):
             U, P = self._scores(s)
             T, R = U.shape
@@ -323,7 +398,16 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
         return self._map(one, v)
 
     def log_partition(self, v):
-        """``log sum_y exp <phi(y), v>`` (forward recursion); float or ``(n,)`` array."""
+        """``log sum_y exp <phi(y), v>`` (forward recursion); float or ``(n,)`` array (a ragged
+        batch by the batched kernel, the same bits)."""
+        if is_ragged(v):
+            out = np.empty(len(v))
+            for c0, c1 in self._ragged_chunks(v):
+                fu, us, fp, ps, lengths = self._ragged_scores(v[c0:c1])
+                blocks, singles = KB.plan(lengths)
+                KB.log_partitions(fu, us, fp, ps, lengths, self.R, blocks, singles, out[c0:c1])
+            return out
+
         def one(s):
             U, P = self._scores(s)
             return float(K_.log_partition(U, P))

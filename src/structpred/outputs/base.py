@@ -107,11 +107,16 @@ class LossSpace(ABC):
 
     Class attributes a space may set:
 
-    ``name``          short name for messages.
-    ``ragged``        batches are lists of per-sample vectors (embedding size varies).
-    ``joint_map``     name of its default joint feature map
-                      (:data:`structpred.features.joint.JOINT_MAPS`).
-    ``unsupported``   ``{capability: reason}`` printed when a method needs one it lacks.
+    Attributes
+    ----------
+    name : str
+        short name for messages.
+    ragged : bool
+        batches are lists of per-sample vectors (embedding size varies).
+    joint_map : str
+        name of its default joint feature map (:data:`structpred.features.joint.JOINT_MAPS`).
+    unsupported : dict
+        ``{capability: reason}`` printed when a method needs one it lacks.
     """
 
     name: str = "output-space"

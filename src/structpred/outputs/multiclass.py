@@ -219,7 +219,7 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMi
         return z[0] if single else z
 
     def bayes_decode(self, m) -> np.ndarray:
-        """``argmin_y' sum_y m_y A[y, y'] = argmin (A^T m)`` (median bin for |y-y'|)."""
+        """``argmin_y' sum_y m_y A[y, y'] = argmin (A^T m)`` (median bin for ``|y - y'|``)."""
         m2, single = _as_scores(m, self.k)
         out = np.argmin(m2 @ self.loss_matrix, axis=1).astype(np.int64)
         return out[0] if single else out

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 class SolverResult:
     """Output of a solver run.
 
+    Attributes
+    ----------
     W : weights of the joint feature map (the averaged iterate when averaging was requested).
     mu : dual blocks, ``(n, k)`` or a list of per-sample vectors (``None`` for primal methods).
     history : list of per-pass dicts (pass, the rule's objectives, oracle_calls, seconds,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from structpred.experiments.results import csv_text, make_rows, write_csv
-from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, ledger, load_claims, summary
+from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, headlines, ledger, load_claims, summary
 from structpred.report.selection import edge_notes, selection_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -240,11 +241,108 @@ def test_the_committed_ledger_is_the_one_the_committed_tables_give():
     assert all(any(i.startswith(p) for i in table["id"]) for p in ids)
 
 
-def test_committed_index_opens_with_the_ledger():
+def test_committed_index_opens_with_the_headlines():
+    """The index opens with each paper's headline verdicts, in the papers' order, as the committed
+    ledger decides them; each paper's page holds its ledger."""
     page = (ROOT / "reports" / "index.html").read_text()
-    first = page.index("<h2")
-    assert page[first:].startswith("<h2 id='claims'>What holds: the claims ledger</h2>")
+    first = page.index("<section")
+    assert page[first:].startswith("<section id=headlines>")
+    positions = [page.index(f"<p id='hl-{paper}'>") for paper in ("M4N", "Casimir", "QS", "AGM")]
+    assert positions == sorted(positions)
+    heads = headlines(ROOT / "config" / "claims.yaml", ledger(ROOT / "config" / "claims.yaml", ROOT / "reports"))
+    assert len(heads) >= 12 and set(heads["paper"]) == {"M4N", "Casimir", "QS", "AGM"}
+    assert heads.groupby("paper").size().between(3, 6).all()
+    for _, h in heads.iterrows():
+        assert f"href='{h['paper'].lower()}.html#h-{h['id']}'" in page
+        assert html.escape(h["statement"]) in page
+    for paper in ("m4n", "casimir", "qs", "agm"):
+        paper_page = (ROOT / "reports" / f"{paper}.html").read_text()
+        assert "<section id=ledger>" in paper_page and "<section id=headlines>" in paper_page
     assert "+dirty" not in page
+
+
+def _headline_claims(report, headlines_):
+    data = yaml.safe_load((report / "claims.yaml").read_text())
+    data["headlines"] = headlines_
+    (report / "claims.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return report / "claims.yaml"
+
+
+def test_headlines_are_decided_from_the_claims_they_name_by_their_rule(report):
+    """all / most / any of the checkable named claims, under the protocols named; the decisive
+    claim is the first that fails where the headline fails, else the first that holds (one resting
+    on a protocol first); the cause is the headline's own, else the decisive claim's."""
+    def h(id_, claims, rule, protocols, **kw):
+        return {"id": id_, "paper": "M4N", "statement": id_, "claims": claims, "rule": rule, "protocols": protocols,
+                **kw}
+
+    path = _headline_claims(report, [
+        h("cells.all", ["t1.cell.*"], "all", "any"),
+        h("cells.most.paper", ["t1.cell.*"], "most", "paper"),
+        h("cells.most.any", ["t1.cell.*"], "most", "any"),
+        h("cells.most.listed", ["t1.cell.*"], "most", ["m4n_table1_converged"]),
+        h("cells.most.other", ["t1.cell.*"], "most", ["m4n_binning"]),
+        h("curves.any", ["fig2.*"], "any", "paper"),
+        h("missing", ["voc", "t1.missing"], "all", "any"),
+        h("nothing", ["nope.*"], "all", "any"),
+        h("trend", ["fig5a.*"], "all", "any", cause="a cause of our own"),
+    ])
+    out = headlines(path, ledger(path, report / "reports")).set_index("id")
+    assert out.loc["cells.all", "verdict"] == NOT_REPRODUCED
+    assert out.loc["cells.all", ["held", "checked", "cannot"]].tolist() == [3, 4, 0]
+    assert out.loc["cells.all", "decisive"] == "t1.cell.mc.wine.M4N" and out.loc["cells.all", "cause"] == "wine is off"
+    assert out.loc["cells.all", "decisive_label"] == "mc.wine.M4N"
+    assert out.loc["cells.most.paper", "verdict"] == NOT_REPRODUCED          # 2 of 4 plain: not more than half
+    for name in ("cells.most.any", "cells.most.listed"):
+        assert out.loc[name, "verdict"] == "reproduced under m4n_table1_converged"
+        assert out.loc[name, "decisive"] == "t1.cell.mc.wine.M3N" and out.loc[name, "cause"] == ""
+        assert out.loc[name, "numbers"].startswith("on m4n_table1_converged: 0.03")
+    assert out.loc["cells.most.other", "verdict"] == NOT_REPRODUCED
+    assert out.loc["curves.any", "verdict"] == REPRODUCED and out.loc["curves.any", "decisive"] == "fig2.A_B"
+    assert out.loc["curves.any", "numbers"] == "at 2 calls/n: A 0.4, B 1.5; below from 0 calls/n on, apart by more than the spreads at the end"
+    assert out.loc["missing", "verdict"] == CANNOT and out.loc["missing", "cannot"] == 2
+    assert out.loc["missing", "numbers"] == "no row dataset=letter, method=M4N, metric=test_loss in m4n_table1"
+    assert out.loc["nothing", "verdict"] == CANNOT and out.loc["nothing", "numbers"] == "no claim of the ledger matches"
+    assert out.loc["trend", "verdict"] == NOT_REPRODUCED and out.loc["trend", "cause"] == "a cause of our own"
+    assert out.loc["trend", "decisive"] == "fig5a.flat"
+
+
+def test_headline_schema_names_the_bad_headline(report, monkeypatch, capsys):
+    from structpred.cli import main
+
+    _headline_claims(report, [{"id": "h1", "paper": "M4N", "statement": "s", "claims": ["t1.*"], "rule": "some",
+                               "protocols": "any"}])
+    monkeypatch.chdir(report)
+    (report / "config.yaml").write_text(yaml.safe_dump({"report": {"dir": "reports", "claims": "claims.yaml"}}))
+    assert main(["claims", "--config", "config.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "headline 'h1' at rule" in err, err
+
+
+def test_claims_prints_the_headlines_by_default_and_the_ledger_with_all(report, monkeypatch, capsys):
+    from structpred.cli import main
+
+    _headline_claims(report, [{"id": "h.cells", "paper": "M4N", "statement": "Table 1's cells reproduce",
+                               "claims": ["t1.cell.*"], "rule": "all", "protocols": "any"}])
+    monkeypatch.chdir(report)
+    (report / "config.yaml").write_text(yaml.safe_dump({"report": {"dir": "reports", "claims": "claims.yaml"}}))
+    assert main(["claims", "--config", "config.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "[not reproduced] Table 1's cells reproduce" in out and "Cause: wine is off" in out
+    assert "M4N: 7 claims, 3 reproduced, 1 under a protocol, 2 not reproduced, 1 cannot check" in out
+    assert "t1.order.mc.iris" not in out
+    assert main(["claims", "--all", "--config", "config.yaml"]) == 0
+    assert "t1.order.mc.iris  [reproduced]  Table 1" in capsys.readouterr().out
+
+
+def test_the_committed_headlines_fit_forty_lines():
+    from structpred.report.claims_cli import headline_text
+
+    text = headline_text(ROOT / "config" / "claims.yaml", ledger(ROOT / "config" / "claims.yaml", ROOT / "reports"),
+                         width=120)
+    lines = text.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 120
+    assert [line.split(":")[0] for line in lines if not line.startswith(" ")][:4] == ["M4N", "Casimir", "QS", "AGM"]
 
 
 # --- grid edges -------------------------------------------------------------------------------
@@ -331,6 +429,9 @@ def test_evidence_links_the_tables_it_names():
     assert out == ("<a href='#agm_emotion'>agm_emotion</a> departures; table "
                    "<a href='#agm_emotion_unnormalised'>agm_emotion_unnormalised</a>; "
                    "<a href='tables/agm_srl_selection.csv'>tables/agm_srl_selection.csv</a>")
+    # across pages: each name to its page's section
+    out = _link_evidence("see qs_usps and agm_srl", {"qs_usps": "qs.html#qs_usps", "agm_srl": "agm.html#agm_srl"})
+    assert out == "see <a href='qs.html#qs_usps'>qs_usps</a> and <a href='agm.html#agm_srl'>agm_srl</a>"
 
 
 def test_the_readme_counts_are_the_committed_ledgers():

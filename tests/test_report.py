@@ -154,13 +154,20 @@ def test_index_links_tables_figures_and_prints_departures(tmp_path, refs):
     stamp.write_text(json.dumps({"iris.data": "6f608b71"}))
     config = {"name": "unit", "m4n_table1": {"departures": ["centres fitted on train only"]}}
     out = tmp_path / "index.html"
-    write_index(out, config=config, tables=[table], tests=[tests], figures=[figure],
-                stamps=[stamp], references=refs, results=[results])
-    page = out.read_text()
+    pages = write_index(out, config=config, tables=[table], tests=[tests], figures=[figure],
+                        stamps=[stamp], references=refs, results=[results])
+    assert [p.name for p in pages] == ["index.html", "m4n.html", "casimir.html", "qs.html", "agm.html"]
+    page = (tmp_path / "m4n.html").read_text()   # the table is on its paper's page
     assert "href='tables/m4n_table1.csv'" in page and "src='figures/m4n_table1.png'" in page
     assert "centres fitted on train only" in page
-    assert "6f608b71" in page and "unit" in page
     assert "paper 3.33%" in page
+    assert "<section id='m4n_table1'><h2>" in page and "href='#top'" in page
+    # the workflow's results: no numerics record beside them, so the commit is unknown, and said so
+    assert "the commit its runs were computed at is unknown" in page
+    index = out.read_text()
+    assert "6f608b71" in index and "unit" in index          # provenance: raw checksums, configuration
+    assert "href='m4n.html#m4n_table1'" in index            # the contents link the table's section
+    assert "Rendered at commit" in index
 
 
 # ---- AGM Table 1 (agm_emotion): best-or-not-significantly-worse tests, table, figure ----
@@ -320,7 +327,7 @@ def test_index_renders_agm_emotion_with_its_renderer(tmp_path):
     out = tmp_path / "index.html"
     write_index(out, config={"name": "unit"}, tables=[table], tests=[tests], figures=[], stamps=[],
                 references=refs)
-    page = out.read_text()
+    page = (tmp_path / "agm.html").read_text()
     assert "AGM (NeurIPS 2018) Table 1: facial emotion intensity, average test loss over 20 splits" in page
     assert "<td class=l>zero-one, unweighted</td>" in page
     # AGM best on zero-one only, CRF best on absolute only, SSVM ties on zero-one
@@ -363,16 +370,22 @@ def test_report_index_command_links_the_tables_present(tmp_path, monkeypatch):
               "qs_usps": {"departures": ["a choice"], "methods": ["KDE", "QS"], "n_runs": 10}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     assert main(["report", "index", "--config", "config.yaml"]) == 0
-    page = (tmp_path / "reports" / "index.html").read_text()
+    index = (tmp_path / "reports" / "index.html").read_text()
+    page = (tmp_path / "reports" / "qs.html").read_text()
     assert "tables/qs_usps.csv" in page and "figures/qs_usps.png" in page and "figures/qs_usps/digits.png" in page
+    assert "Test digits and their reconstructions" in page        # a readable heading, not the file's name
     assert "a choice" in page and "0.647" in page
     # the raw files' checksums come from the data registry (no raw file here), never from this machine
-    assert "66ebf231ab51f2cf6ac1a892d0f98ccffee1079d7a5db638c1f11f366046ca16" in page and "zip.test.gz" in page
+    assert "66ebf231ab51f2cf6ac1a892d0f98ccffee1079d7a5db638c1f11f366046ca16" in index and "zip.test.gz" in index
     assert "usps QS: lam at the grid&#x27;s smallest value 1e-05 in 3 of 10 runs" in page
     assert "href='tables/qs_usps_selection.csv'" in page
     assert "tables/qs_robust.csv" not in page
-    # a configured experiment without a table is named on the page, not silently left out
-    assert "Not in this report" in page and "(<code>qs_robust</code>)" in page
+    # no run archive here: the section says the commit is unknown
+    assert "the commit its runs were computed at is unknown: runs/README.md names none" in page
+    # a configured experiment without a table is named on the index and its page, not silently left out
+    assert "Not in this report" in index and "(<code>qs_robust</code>)" in index
+    assert "Not on this page" in page and "(<code>qs_robust</code>)" in page
+    assert main(["report", "index", "--config", "config.yaml", "--archive", "nowhere"]) == 0
     assert main(["report", "index", "--config", "missing.yaml"]) == 2
 
 
@@ -462,8 +475,65 @@ def test_the_committed_report_rerenders_byte_identical_from_the_run_archive(tmp_
     out = capsys.readouterr().out
     rebuilt = [line.split(":")[0] for line in out.splitlines() if "rebuilt from" in line]
     assert {"m4n_table1", "m4n_table1_code", "casimir_ner", "qs_movielens", "agm_emotion", "agm_srl"} <= set(rebuilt)
-    made = [p for p in (tmp_path / "reports").rglob("*") if p.is_file() and p.name not in ("index.html", "claims.csv")]
+    made = [p for p in (tmp_path / "reports").rglob("*") if p.is_file() and p.suffix != ".html" and p.name != "claims.csv"]
     assert len(made) > 40
     for path in made:
         committed = root / "reports" / path.relative_to(tmp_path / "reports")
         assert path.read_bytes() == committed.read_bytes(), committed
+
+
+def test_each_table_names_the_commits_its_runs_were_computed_at(tmp_path):
+    """runs/README.md's `- code:` lines (parenthesised asides not read) and the jobs' numerics
+    records name the commits; where neither does, the commit is unknown, and said so."""
+    import json
+
+    from structpred.report.run_commits import archive_records, computed_at, readme_commits, record_commits
+
+    readme = tmp_path / "runs" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text("# Run archive\n\nat commit deadbee0 nothing.\n\n"
+                      "## exp_a, first rows, complete\n\n- code: commit f4a98cd (a fix, 4e1d51c, included), config "
+                      "`config/config.yaml`; the rest ran at 47dd667, whose paths are f4a98cd's\n- machine: 2 cores, "
+                      "commit 1234abc is not a code line\n\n## exp_a, other rows\n\n- code: commits a166985 and "
+                      "f4a98cd\n\n## exp_b (a table)\n\n- state: complete\n")
+    assert readme_commits(readme) == {"exp_a": ["f4a98cd", "47dd667", "a166985"]}   # exp_b: no code line
+    job = tmp_path / "runs" / "exp_a" / "iris" / "M3N"
+    job.mkdir(parents=True)
+    for k, commit in enumerate(["abc1234", "abc1234", "def5678+dirty"]):
+        (job / f"split{k}.csv").write_text("x\n")
+        (job / f"split{k}.numerics.json").write_text(json.dumps({"commit": commit}))
+    records = record_commits(archive_records(tmp_path / "runs", "exp_a"))
+    assert records == {"abc1234": 2, "def5678+dirty": 1}
+    text = computed_at(readme_commits(readme)["exp_a"], records, 3, "runs/README.md")
+    assert text == ("computed at commits f4a98cd, 47dd667, a166985 (the code lines of runs/README.md); 3 of 3 jobs "
+                    "carry a numerics record naming the commit they ran at: abc1234 (2), def5678+dirty (1)")
+    assert computed_at([], record_commits([]), 3, "runs/README.md") == (
+        "the commit its runs were computed at is unknown: runs/README.md names none and no job carries a "
+        "numerics record")
+
+
+def test_the_render_commit_is_the_last_that_changed_anything_outside_the_report(tmp_path):
+    """A commit that only adds the re-rendered report leaves the page's commit true: a fresh
+    clone re-renders the same page."""
+    import subprocess
+
+    from structpred.report.provenance import source_commit
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("commit", "-qm", "code")
+    code = git("rev-parse", "HEAD")
+    (tmp_path / "reports" / "index.html").write_text(f"rendered at {code}\n")
+    git("add", ".")
+    git("commit", "-qm", "the report")
+    assert source_commit(tmp_path, ignore=[tmp_path / "reports"]) == code
+    (tmp_path / "reports" / "index.html").write_text("again\n")
+    assert source_commit(tmp_path, ignore=[tmp_path / "reports"]) == code
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert source_commit(tmp_path, ignore=[tmp_path / "reports"]) == code + "+dirty"

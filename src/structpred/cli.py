@@ -16,9 +16,9 @@ from structpred.errors import StructpredError
 DESCRIPTION = """structpred: structured-prediction oracles and solvers, and the four papers' tables.
 
   structpred data list          which raw files are here, in the mirror, or missing
-  structpred claims             which paper claims hold (the claims ledger)
+  structpred claims             each paper's headline verdicts (--all: every claim of the ledger)
   structpred report rerender    rebuild the committed tables, figures, ledger and report from runs/ (no job)
-  structpred report index       rebuild reports/index.html from the committed tables
+  structpred report index       rebuild the report's pages (reports/index.html, ...) from the committed tables
   structpred runs cost          CPU-hours the run archive recorded
   structpred runs verify        rerun sampled archived jobs from raw data, compare them with the archive
   structpred runs status        which archived experiments today's code still reproduces

@@ -121,7 +121,7 @@ def input_paths(wc, kinds):
         "stamp": lambda: view_stamp(view),
         "selection": lambda: f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
         "candidates": lambda: f"data/candidates/{get(wc.experiment).voc_class(config, wc.dataset)}.npz",
-        "runs": lambda: [f"results/{wc.experiment}/{d}/{m}/split{wc.split if k is None else k}.csv"
+        "runs": lambda: [f"results/{get(wc.experiment).runs_of or wc.experiment}/{d}/{m}/split{wc.split if k is None else k}.csv"
                          for d, m, k in get(wc.experiment).run_inputs(config, wc.dataset, wc.method)],
     }
     return {k: paths[k]() for k in kinds}

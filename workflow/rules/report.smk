@@ -1,5 +1,6 @@
 # Aggregation over splits, figures, and the HTML report linking every table and figure: seconds
 # each, run where snakemake runs (not queued as cluster jobs).
+from structpred.report.html import site_pages
 
 
 localrules:
@@ -122,8 +123,11 @@ rule html_report:
         results=lambda wc: [f for e in config["experiments"] for f in result_files(e)],
         stamps=lambda wc: sorted({view_stamp(v) for v in job_views()}),
         claims=rules.claims.output,
+        checks=config["report"]["claims"],   # the headlines the index opens with
     output:
-        f"{REPORT_DIR}/index.html",
+        # index.html first (its headlines, counts, contents, provenance), then one page per paper
+        # and the data audit's (structpred.report.html.site_pages)
+        [f"{REPORT_DIR}/{page}" for page in site_pages(config["experiments"])],
     params:
         config=config,
         references=config["report"]["references"],

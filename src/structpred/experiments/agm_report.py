@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.report.figures import method_colour, save_figure
+from structpred.report.figures import legend_outside, method_colour, paper_marker, save_figure
 from structpred.report.cells import bold_of, cell, convergence_note, fmt, paper_note
 
 #: AGM Table 1's losses in the paper's row order: metric -> label
@@ -84,24 +84,25 @@ def _loss_table(table: pd.DataFrame, bolds: dict, losses: dict) -> str:
 
 def emotion_figure(table: pd.DataFrame, path) -> None:
     """AGM Table 1: grouped bars per loss (paper's row order), mean ± std over splits per method,
-    the paper's value as a black tick on the AGM / CRF / SSVM bars."""
+    the paper's value as an open diamond on the AGM / CRF / SSVM bars; the legend above."""
     losses = list(EMOTION_LOSSES)
     data = table[table["metric"].isin(losses)]
     present = list(dict.fromkeys(data["method"]))
     methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = plt.subplots(figsize=(9.2, 4), layout="constrained")
     width = 0.8 / max(len(methods), 1)
     for j, method in enumerate(methods):
         rows = data[data["method"] == method].drop_duplicates("metric").set_index("metric").reindex(losses)
         x = np.arange(len(losses)) + (j - (len(methods) - 1) / 2) * width
-        ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2, color=method_colour(method, j))
-        ax.scatter(x, rows["reference"], marker="_", s=150, linewidths=2, color="black", zorder=3,
-                   label="paper" if j == 0 else None)
-    ax.set_xticks(np.arange(len(losses)), [EMOTION_LOSSES[m] for m in losses], rotation=20, ha="right")
+        ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2, color=method_colour(method, j),
+               error_kw={"ecolor": "#333", "elinewidth": 0.9})
+        if rows["reference"].notna().any():
+            paper_marker(ax, x, rows["reference"], size=28)
+    ax.set_xticks(np.arange(len(losses)), [EMOTION_LOSSES[m] for m in losses], rotation=15, ha="right")
     ax.set_ylabel("average test loss")
     datasets = ", ".join(str(d) for d in dict.fromkeys(data["dataset"]))
     ax.set_title(f"facial emotion intensity ({datasets}): mean ± std over splits")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    legend_outside(fig)
     save_figure(fig, path)
 
 

@@ -293,19 +293,22 @@ def render_spread(table: pd.DataFrame) -> str:
 
 
 def orders_figure(loss, path) -> None:
-    """Each method's tree loss per class order (points, joined by order) and its mean over orders."""
+    """Each method's tree loss per class order (points, joined by order) and its mean over orders;
+    the legend beside the axes, never over a point."""
     import matplotlib.pyplot as plt
 
-    from structpred.report.figures import save_figure
+    from structpred.report.figures import legend_outside, save_figure
 
     methods = list(dict.fromkeys(loss["method"]))
-    fig, ax = plt.subplots(figsize=(1.4 * len(methods) + 2, 3.2))
+    fig, ax = plt.subplots(figsize=(1.5 * len(methods) + 2.2, 3.4), layout="constrained")
     for order, part in loss.groupby("dataset", sort=False):
         part = part.set_index("method").reindex(methods)
-        ax.plot(range(len(methods)), part["mean"], marker="o", lw=0.8, alpha=0.6, label=str(order))
+        ax.plot(range(len(methods)), part["mean"], marker="o", lw=0.8, alpha=0.7, label=str(order))
     means = loss.groupby("method", sort=False)["mean"].mean().reindex(methods)
-    ax.scatter(range(len(methods)), means, marker="_", s=500, color="black", zorder=3, label="mean over orders")
+    ax.scatter(range(len(methods)), means, marker="_", s=500, linewidths=2, color="black", zorder=3,
+               label="mean over orders")
     ax.set_xticks(range(len(methods)), methods)
+    ax.set_xlim(-0.4, len(methods) - 0.6)
     ax.set_ylabel("average tree loss (section 23)")
-    ax.legend(fontsize=7, ncol=2)
+    legend_outside(fig, where="right upper", ncol=1)
     save_figure(fig, path)

@@ -27,7 +27,7 @@ def render_audit(table: pd.DataFrame, tests: pd.DataFrame) -> str:
         ok = "ok" if by.loc["checksum_ok", "mean"] == 1 else "<b>MISMATCH</b>"
         detail = "; ".join(str(v) for v in part["detail"].dropna().unique())
         out.append(f"<tr><td class=l>{dataset}</td><td class=l>{task}</td>{''.join(cells)}"
-                   f"<td>{ok}</td><td class=l>{html.escape(detail)}</td></tr>")
+                   f"<td>{ok}</td><td class='l wrap'>{html.escape(detail)}</td></tr>")
     return "\n".join(out + ["</table>"])
 
 
@@ -41,6 +41,7 @@ def audit_figure(table: pd.DataFrame, path) -> None:
         ax.barh(i, frac, left=np.concatenate([[0], np.cumsum(frac)[:-1]]),
                 color=plt.cm.tab20(np.arange(len(frac)) % 20), edgecolor="white", linewidth=0.5)
     ax.set_yticks(np.arange(len(counts)), counts["dataset"])
+    ax.invert_yaxis()   # the table's order, top down
     ax.set_xlabel("fraction of examples (labels) per class")
     ax.set_title("class balance as parsed")
     save_figure(fig, path)

@@ -9,10 +9,9 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FormatStrFormatter
 
 from structpred.experiments.casimir_names import METHODS, NER_MEASURES, c_label
-from structpred.report.figures import method_colour, save_figure
+from structpred.report.figures import MAX_WIDTH_IN, legend_outside, log_ticks, method_colour, save_figure
 from structpred.report.cells import fmt
 
 RUN = ["figure", "c", "method", "variant"]
@@ -88,7 +87,9 @@ def summary_figure(table: pd.DataFrame, path) -> None:
     method (as in every figure), each bar's value written at its end; the F1 axis spans the values
     (they differ in the second decimal), the objective's starts at 0."""
     figures = list(dict.fromkeys(table["figure"]))
-    fig, axes = plt.subplots(len(figures), 2, figsize=(12, 3.2 * len(figures)), squeeze=False)
+    heights = [0.23 * len(_runs(table[table["figure"] == f])) + 0.75 for f in figures]
+    fig, axes = plt.subplots(len(figures), 2, figsize=(MAX_WIDTH_IN, sum(heights)), squeeze=False,
+                             layout="constrained", gridspec_kw={"height_ratios": heights})
     for row, figure in zip(axes, figures):
         part = table[table["figure"] == figure]
         runs = _runs(part)
@@ -100,16 +101,15 @@ def summary_figure(table: pd.DataFrame, path) -> None:
                     color=[method_colour(m) for _, m, _ in runs])
             for y, (value, spread) in enumerate(zip(sel["mean"], sel["std"].fillna(0.0))):
                 if pd.notna(value):
-                    ax.text(value + spread, y, f" {value:.3f}", va="center", fontsize=6)
-            ax.set_yticks(np.arange(len(runs)), labels, fontsize=7)
+                    ax.text(value + spread, y, f" {value:.3f}", va="center", fontsize=8)
+            ax.set_yticks(np.arange(len(runs)), labels if ax is row[0] else [""] * len(runs), fontsize=8)
             ax.invert_yaxis()
-            ax.set_title(f"{PANEL_TITLES.get(figure, figure)}: {COLUMNS[metric]}", fontsize=9)
+            ax.set_title(f"{PANEL_TITLES.get(figure, figure)}: {COLUMNS[metric]}")
             values = sel["mean"].dropna()
             if metric != "train_objective" and not values.empty:
                 ax.set_xlim(max(0.0, values.min() - 0.05), min(1.0, values.max() + 0.03))
             elif not values.empty:
-                ax.set_xlim(0.0, 1.15 * (values + sel["std"].fillna(0)).max())
-    fig.tight_layout()  # no title over the panel above's axis label
+                ax.set_xlim(0.0, 1.2 * (values + sel["std"].fillna(0)).max())
     save_figure(fig, path)
 
 
@@ -143,13 +143,15 @@ def band(ax, line: pd.DataFrame, name: str, colour: str, style: str = "-") -> No
 
 
 def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
-    """One of the paper's panels: a row per c, the train objective (log scale) and the testb
-    token F1 against oracle calls / n, mean over seeds with a +-1 std band; a method's colour is
-    its colour in every figure, its variants (the panel's sweep) differ by line style.  The paper
-    gives these panels as figures only, with no numbers to plot beside ours."""
+    """One of the paper's panels: a row per c, the train objective (log scale, a few round ticks)
+    and the testb token F1 against oracle calls / n, mean over seeds with a +-1 std band; a
+    method's colour is its colour in every figure, its variants (the panel's sweep) differ by line
+    style; one legend above the panels.  The paper gives these panels as figures only, with no
+    numbers to plot beside ours."""
     part = curves[curves["figure"] == panel].assign(variant=lambda f: f["variant"].map(_variant))
     cs = sorted(dict.fromkeys(part["c"]), key=lambda c: -float(c))
-    fig, axes = plt.subplots(max(len(cs), 1), 2, figsize=(11, 3.3 * max(len(cs), 1)), squeeze=False)
+    fig, axes = plt.subplots(max(len(cs), 1), 2, figsize=(MAX_WIDTH_IN, 2.6 * max(len(cs), 1) + 0.5),
+                             squeeze=False, layout="constrained")
     for row, c in zip(axes, cs):
         sub = part[part["c"] == c]
         for ax, measure, label in ((row[0], "train_objective", "train objective"),
@@ -162,16 +164,13 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
                 band(ax, line, f"{method} {variant}".strip(), method_colour(method), style)
             if measure == "train_objective":
                 ax.set_yscale("log")
-                ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))   # 2, 3, not 2 x 10^0
-                ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-                ax.tick_params(axis="y", which="minor", labelsize=7)
+                log_ticks(ax)    # 1, 2, 5, 10: never a crowd of minor labels
             else:   # the final F1s differ in the second decimal: zoom on them, the first passes leave the axis
                 last = sub[sub["measure"] == measure].sort_values("pass").groupby(["method", "variant"])["mean"].last()
                 if not last.empty:
                     ax.set_ylim(max(0.0, last.min() - 0.1), min(1.0, last.max() + 0.03))
             ax.set_xlabel("oracle calls / n")
             ax.set_ylabel(label)
-            ax.set_title(f"{PANEL_TITLES.get(panel, panel)}, lam = {c_label(c)}/n", fontsize=9)
-        row[1].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()  # no title over the panel above's axis label
+            ax.set_title(f"{PANEL_TITLES.get(panel, panel)}, lam = {c_label(c)}/n")
+    legend_outside(fig, axes.flat[:2], ncol=min(5, len(_runs(part))))
     save_figure(fig, path)

@@ -220,17 +220,19 @@ def render_tuned(table: pd.DataFrame, tuning: dict) -> str:
 
 
 def render_grid(grid: pd.DataFrame, tuning: dict) -> str:
-    """The tuning runs: per c and method, each point's train objective and validation F1."""
+    """The tuning runs: per c and method, each point's train objective and validation F1, in a
+    collapsed section (hundreds of rows)."""
     if grid.empty:
         return ""
     wide = grid.pivot_table(index=["c", "method", "variant"], columns="metric", values="mean", aggfunc="first",
                             sort=False)
     f1 = tuning["f1"]
-    out = ["<h3>Tuning grid (seed 0, values at the end of the budget)</h3><table><tr><th class=l>c</th>"
+    out = [f"<details><summary>The tuning grid: {len(wide)} points (seed 0, values at the end of the budget; "
+           "also the rows of figure <code>tune</code> in the tidy table)</summary><table><tr><th class=l>c</th>"
            f"<th class=l>method</th><th class=l>point</th><th>train objective</th><th>{html.escape(f1)}</th></tr>"]
     for (c, method, variant), row in wide.iterrows():
         out.append(f"<tr><td class=l>{c_label(c)}</td><td class=l>{html.escape(method)}</td>"
                    f"<td class=l>{html.escape(variant)}</td><td>{row.get('train_objective', float('nan')):.4f}</td>"
                    f"<td>{row.get(f1, float('nan')):.4f}</td></tr>")
-    return "\n".join(out + ["</table>"])
+    return "\n".join(out + ["</table></details>"])
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.report.figures import method_colour, save_figure
+from structpred.report.figures import MAX_WIDTH_IN, legend_outside, log_ticks, method_colour, paper_marker, save_figure
 from structpred.report.cells import cell, convergence_note, fmt
 
 
@@ -121,32 +121,41 @@ def render_warm_start(table: pd.DataFrame, tests: pd.DataFrame, configurations: 
 
 
 def losses_figure(table: pd.DataFrame, path) -> None:
-    """Grouped bars: mean test loss ± std per dataset and method, the paper's value as a black tick."""
+    """Grouped bars: mean test loss ± std per dataset and method, the paper's value as an open
+    diamond; a panel per task, two to a row, one legend above them."""
     data = table[table["metric"] == "test_loss"]
     tasks = list(dict.fromkeys(data["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    cols = min(2, len(tasks))
+    rows = -(-len(tasks) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(MAX_WIDTH_IN if cols > 1 else 5.6, 3.0 * rows + 0.4),
+                             squeeze=False, layout="constrained")
+    for ax, task in zip(axes.flat, tasks):
         part = data[data["task"] == task]
         datasets, methods = list(dict.fromkeys(part["dataset"])), list(dict.fromkeys(part["method"]))
         width = 0.8 / len(methods)
         for j, method in enumerate(methods):
-            rows = part[part["method"] == method].set_index("dataset").reindex(datasets)
+            rows_ = part[part["method"] == method].set_index("dataset").reindex(datasets)
             x = np.arange(len(datasets)) + (j - (len(methods) - 1) / 2) * width
-            ax.bar(x, rows["mean"], width, yerr=rows["std"], label=method, capsize=2, color=method_colour(method, j))
-            ax.scatter(x, rows["reference"], marker="_", s=120, color="black", zorder=3,
-                       label="paper" if j == 0 else None)
-        ax.set_xticks(np.arange(len(datasets)), datasets, rotation=30, ha="right")
-        ax.set_title(f"task {task}: test loss (mean ± std over splits)")
-        ax.legend(fontsize=8)
+            ax.bar(x, rows_["mean"], width, yerr=rows_["std"], label=method, capsize=2,
+                   color=method_colour(method, j), error_kw={"ecolor": "#333", "elinewidth": 0.9})
+            if rows_["reference"].notna().any():
+                paper_marker(ax, x, rows_["reference"])
+        ax.set_xticks(np.arange(len(datasets)), datasets, rotation=25 if len(datasets) > 3 else 0,
+                      ha="right" if len(datasets) > 3 else "center")
+        ax.set_title(f"task {task}: test loss, mean ± std over splits")
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    legend_outside(fig, axes.flat[:len(tasks)])
     save_figure(fig, path)
 
 
 def warm_start_figure(table: pd.DataFrame, path, configurations: dict[str, tuple[int, bool]]) -> None:
-    """Table 2: test loss and average oracle gap against SP-MP iterations K, warm vs cold."""
+    """Table 2: test loss and average oracle gap against SP-MP iterations K, warm vs cold (mean ±
+    std over splits), the paper's values as open diamonds on a dotted line; one legend above."""
     rows = _with_k_and_start(table, configurations)
     datasets = list(dict.fromkeys(rows["dataset"]))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(4.5 * len(datasets), 6.5), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(2, len(datasets), figsize=(min(4.4 * len(datasets), MAX_WIDTH_IN), 5.8),
+                             squeeze=False, layout="constrained")
     ks = sorted(rows["K"].unique())
     for j, dataset in enumerate(datasets):
         for i, metric in enumerate(["test_loss", "oracle_gap"]):
@@ -155,17 +164,18 @@ def warm_start_figure(table: pd.DataFrame, path, configurations: dict[str, tuple
                 part = rows[(rows["dataset"] == dataset) & (rows["metric"] == metric)
                             & (rows["start"] == start)].sort_values("K")
                 line = ax.errorbar(part["K"], part["mean"], yerr=part["std"], fmt=style,
-                                   label=f"ours, {start}", capsize=2)
-                ax.plot(part["K"], part["reference"], ":", color=line[0].get_color(),
-                        label=f"paper, {start}")
+                                   label=f"ours, {start} start", capsize=2, ms=4)
+                if part["reference"].notna().any():
+                    ax.plot(part["K"], part["reference"], ":", color=line[0].get_color(), lw=1)
+                    paper_marker(ax, part["K"], part["reference"], label=f"paper, {start} start",
+                                 edgecolor=line[0].get_color())
             ax.set_xscale("log")
             ax.set_xticks(ks, [str(k) for k in ks])
             ax.minorticks_off()
             if metric == "oracle_gap":
                 ax.set_yscale("log")
+                log_ticks(ax)
             ax.set_xlabel("SP-MP iterations K")
             ax.set_title(f"{dataset}: {metric.replace('_', ' ')}")
-            ax.legend(fontsize=7)
+    legend_outside(fig, ncol=4)
     save_figure(fig, path)
-
-

@@ -106,12 +106,13 @@ def user_features(arrays: dict, profile: np.ndarray, train: np.ndarray, age_bins
 
 @dataclass(frozen=True)
 class Trial:
-    """One trial: training / test users, every user's features and target-half ratings."""
+    """One trial: training / test users, every user's features, target-half and profile-half ratings."""
 
     train: np.ndarray
     test: np.ndarray
     X: np.ndarray
     target: np.ndarray
+    profile: np.ndarray | None = None
 
 
 def make_trial(arrays: dict, settings: dict, seed: int, trial: int) -> Trial:
@@ -126,7 +127,7 @@ def make_trial(arrays: dict, settings: dict, seed: int, trial: int) -> Trial:
                               rng_for(seed, "qs_movielens", "users", trial))
     profile, target = split_halves(arrays["ratings"], n_users, n_items, rng_for(seed, "qs_movielens", "halves", trial))
     X = user_features(arrays, profile, train, settings["age_bins"], settings["intercept"])
-    return Trial(train, test, X, target)
+    return Trial(train, test, X, target, profile)
 
 
 def rank_losses(R: np.ndarray, rank) -> np.ndarray:
@@ -211,22 +212,31 @@ def cross_validate(method: str, X: np.ndarray, R: np.ndarray, settings: dict,
     return best[:2], curve
 
 
-def held_out_losses(method: str, data: Trial, c: float, lam: float, settings: dict, seed: int) -> np.ndarray:
-    """Rank loss of each test user under ``method`` fitted on all training users with ``lam`` (and,
-    for QS, the kernel constant ``c``)."""
+def held_out_ranker(method: str, data: Trial, c: float, lam: float, settings: dict, seed: int):
+    """``rank(q, items)``: the positions ``method`` fitted on all training users with ``lam`` (and,
+    for QS, the kernel constant ``c``) gives the movies ``items`` of test user ``q`` (an index into
+    ``data.test``)."""
+    from structpred.experiments.pairwise_rankers import Preferences, fit_path
     from structpred.experiments.seeding import rng_for
     from structpred.features.kernels import kernel_matrix
     from structpred.solvers.kernel_ridge import RidgeWeights
 
     X_tr, R_tr = data.X[data.train], data.target[data.train]
-    X_te, R_te = data.X[data.test], data.target[data.test]
+    X_te = data.X[data.test]
     if method == "QS":
         X_tr, X_te = with_intercept(X_tr, c), with_intercept(X_te, c)
         alpha = RidgeWeights(kernel_matrix("linear", X_tr, X_tr), lam)(kernel_matrix("linear", X_tr, X_te))
-        return rank_losses(R_te, qs_ranker(alpha, R_tr))
+        return qs_ranker(alpha, R_tr)
     if method == "Popularity":
-        return rank_losses(R_te, score_ranker(np.broadcast_to(popularity_scores(R_tr), R_te.shape)))
-    return baseline_losses(method, X_tr, R_tr, X_te, R_te, [lam], settings, rng_for(seed, method, "fit"))[0]
+        return score_ranker(np.broadcast_to(popularity_scores(R_tr), (len(data.test), R_tr.shape[1])))
+    W = fit_path(method, Preferences.from_ratings(X_tr, R_tr), [lam], settings, rng_for(seed, method, "fit"))[0]
+    return score_ranker(X_te @ W.T)
+
+
+def held_out_losses(method: str, data: Trial, c: float, lam: float, settings: dict, seed: int) -> np.ndarray:
+    """Rank loss of each test user under ``method`` fitted on all training users with ``lam`` (and,
+    for QS, the kernel constant ``c``)."""
+    return rank_losses(data.target[data.test], held_out_ranker(method, data, c, lam, settings, seed))
 
 
 @register

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.report.figures import method_colour, save_figure
+from structpred.report.figures import legend_outside, log_ticks, method_colour, method_colours, paper_marker, save_figure
 from structpred.report.cells import bold_of, cell
 
 
@@ -43,42 +43,46 @@ def render_grid(table: pd.DataFrame, tests: pd.DataFrame, *, rows: str, metric: 
 
 def robust_figure(table: pd.DataFrame, path) -> None:
     """Test error against n (log-log), mean ± std band over repetitions per method, the paper's
-    values dashed with the same colour."""
+    values as open diamonds on a dashed line of the method's colour; the legend beside."""
     data = table[table["metric"] == "test_error"].copy()
     data["n"] = data["dataset"].str.removeprefix("n").astype(int)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 3.9), layout="constrained")
     for j, (method, part) in enumerate(data.groupby("method", sort=False)):
         part = part.sort_values("n")
         colour = method_colour(method, j)
-        ax.plot(part["n"], part["mean"], "o-", color=colour, label=method)
+        ax.plot(part["n"], part["mean"], "o-", color=colour, label=method, ms=4)
         lo = np.maximum(part["mean"] - part["std"], part["mean"] * 1e-2)
         ax.fill_between(part["n"], lo, part["mean"] + part["std"], color=colour, alpha=0.2)
         if part["reference"].notna().any():
-            ax.plot(part["n"], part["reference"], "x--", color=colour, alpha=0.8, label=f"{method} (paper)")
+            ax.plot(part["n"], part["reference"], "--", color=colour, alpha=0.8, lw=1)
+            paper_marker(ax, part["n"], part["reference"], label=f"{method}, paper", edgecolor=colour, size=26)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    log_ticks(ax, "x")   # at the sample sizes 50, 100, 200, 500, 1000
     ax.set_xlabel("n (training points)")
     ax.set_ylabel("test error (MSE against f)")
     ax.set_title("robust regression: mean ± std over repetitions")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))   # beside the bands, not over them
+    legend_outside(fig, where="right center", ncol=1)   # beside the bands, not over them
     save_figure(fig, path)
 
 
 def metric_bars(table: pd.DataFrame, path, *, title: str) -> None:
-    """One panel per metric: a bar per method (mean ± std over splits), the paper's value as a
-    black tick."""
+    """One panel per metric: a bar per method (mean ± std over splits), the paper's value as an
+    open diamond; the legend below."""
     metrics = list(dict.fromkeys(table["metric"]))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(min(2.9 * len(metrics) + 0.6, 10.2), 3.4), squeeze=False,
+                             layout="constrained")
     for ax, metric in zip(axes[0], metrics):
         part = table[table["metric"] == metric]
         x = np.arange(len(part))
-        ax.bar(x, part["mean"], yerr=part["std"], capsize=3,
-               color=[method_colour(m, j) for j, m in enumerate(part["method"])])
-        ax.scatter(x, part["reference"], marker="_", s=300, linewidths=2, color="black", zorder=3, label="paper")
+        ax.bar(x, part["mean"], yerr=part["std"], capsize=3, color=method_colours(part["method"]),
+               error_kw={"ecolor": "#333", "elinewidth": 0.9})
+        if part["reference"].notna().any():
+            paper_marker(ax, x, part["reference"])
         ax.set_xticks(x, part["method"], rotation=30, ha="right")
-        ax.set_title(metric)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle(title, y=1.04)
+        ax.set_title(metric.replace("_", " "))
+    legend_outside(fig, where="lower center")
+    fig.suptitle(title)
     save_figure(fig, path)
 
 

@@ -1,10 +1,11 @@
 """QS (NeurIPS 2016) §6 "Robust estimation": regression with outliers, QS with the Cauchy loss
 against the robust Nadaraya-Watson estimator (RNW) and kernel ridge regression (KRR).
 
-Data (our choice, printed: the paper's constants are lost from our copy): ``x ~ U[x_range]``,
+Data (the paper's model, arXiv v3 §6, with its constants in the config): ``x ~ U[x_range]``,
 ``y = f(x) + eta + nu`` with ``f(x) = sin(2 pi frequency x)``, ``eta ~ N(0, noise_variance)``
 and ``nu = 0`` with probability ``1 - outlier_fraction``, else ``U[outlier_range]``.  Test
-error: the mean squared error against ``f`` on ``n_test`` fresh inputs.
+error: the mean squared error against ``f`` on ``n_test`` fresh inputs (the paper does not say
+what its test error measures: ``qs_robust_metrics`` scores these fits under the other candidates).
 
 Methods, each with its hyper-parameters chosen by K-fold cross-validation of the mean absolute
 error on the held-out noisy targets (one criterion for all three, robust to the outliers):

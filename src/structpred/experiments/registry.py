@@ -40,6 +40,13 @@ class Experiment:
     #: the experiment whose paper numbers (config/references.yaml) this table sets beside its
     #: own (``None``: its own name)
     references_of: str | None = None
+    #: the columns the paper's numbers are matched on (``None``: :attr:`key`); a sensitivity table
+    #: whose key adds a column of its own (e.g. ``variant``) sets the paper's number of
+    #: ``references_of``'s row beside each of its variants
+    reference_key: tuple | None = None
+    #: the experiment whose jobs' result files the input kind ``runs`` names (``None``: this one;
+    #: e.g. a table recomputed from another table's archived selections)
+    runs_of: str | None = None
     #: a variant's base experiment: its settings are its own config block over the base's
     #: (:func:`block_over`; e.g. ``agm_srl_full`` over ``agm_srl``)
     variant_of: str | None = None
@@ -94,9 +101,10 @@ class Experiment:
         return {VIEWS[v].source for v in views if v in VIEWS}
 
     def run_inputs(self, config: dict, dataset: str, method: str) -> list[tuple[str, str, int]]:
-        """``(dataset, method, split)`` of the jobs of this experiment whose result rows a job on
-        ``(dataset, method)`` reads (input kind ``runs``; Casimir's tuned figures read their
-        tuning grid's runs); split ``None``: the reading job's own split. Default: none."""
+        """``(dataset, method, split)`` of the jobs of this experiment (of :attr:`runs_of` where set)
+        whose result rows a job on ``(dataset, method)`` reads (input kind ``runs``; Casimir's tuned
+        figures read their tuning grid's runs); split ``None``: the reading job's own split. Default:
+        none."""
         return []
 
     def threads(self, config: dict, dataset: str) -> int:

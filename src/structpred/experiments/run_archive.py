@@ -123,7 +123,7 @@ def upstream(config: dict, experiment, dataset, method, split) -> tuple[list[str
         runs = exp.run_inputs(config, dataset, method) if "runs" in exp.needs else []
     except (ConfigError, KeyError):
         return [], None
-    files = [job_path(experiment, d, m, split if k is None else k) for d, m, k in runs]
+    files = [job_path(exp.runs_of or experiment, d, m, split if k is None else k) for d, m, k in runs]
     return files, (f"{experiment}/{dataset}/{method}/selection.csv" if "selection" in exp.needs else None)
 
 

@@ -57,7 +57,8 @@ def optimistic_rows(results: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def aggregate(results: pd.DataFrame, references: pd.DataFrame, key=KEY, count: str = "n_splits") -> pd.DataFrame:
     """Mean and sample std (ddof=1; 0 for one run) over splits (or seeds), per row of ``key``,
-    with the paper's number beside."""
+    with the paper's number beside (matched on the columns of ``key`` the references have:
+    ``Experiment.reference_key``)."""
     key = list(key)
     # an empty key field (Casimir's variant of a plain run) reads back from CSV as NaN: the same
     sel = _selected(results).replace({k: {"": np.nan} for k in key})
@@ -71,7 +72,8 @@ def aggregate(results: pd.DataFrame, references: pd.DataFrame, key=KEY, count: s
     own_ref = grouped["reference"].first().reset_index()  # e.g. the paper's (d, n, k) in the audit
     table = table.merge(own_ref, on=key, how="left")
     if not references.empty:
-        table = table.merge(references, on=key, how="left", suffixes=("", "_paper"))
+        on = [k for k in key if k in references.columns]
+        table = table.merge(references, on=on, how="left", suffixes=("", "_paper"))
         table["reference"] = table["reference_paper"].combine_first(table["reference"])
         table = table.drop(columns="reference_paper")
     extra = []
@@ -85,7 +87,7 @@ def _table_and_tests(experiment: str, results: pd.DataFrame, references_path,
                      config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy table (paper numbers beside) and the test table of ``experiment``'s results."""
     spec = get(experiment)
-    refs = load_references(references_path, spec.references_of or experiment, spec.key)
+    refs = load_references(references_path, spec.references_of or experiment, spec.reference_key or spec.key)
     tests = spec.tests(_selected(results), config)
     metric = spec.optimistic_metric
     if metric is None:

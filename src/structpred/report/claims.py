@@ -25,6 +25,11 @@ paired tests ``<table>_tests.csv``, its grid-edge table ``<table>_selection.csv`
   experiment's tests table pairs the two runs: task = figure, dataset = c); ``not_worse`` = at the last common budget, a is no worse than
   b by more than the tolerance (``better``: lower or higher values are better).
 
+Headlines (``headlines:``): a paper's central claims, each decided from the ledger claims it
+names (id patterns) by its rule (``all`` / ``most`` / ``any`` of the checkable ones hold) under its
+``protocols`` (``paper``: only ``reproduced`` counts; ``any``: ``reproduced under`` any table too;
+or a list of those tables): :func:`headlines`, the report's first screen and ``structpred claims``.
+
 Verdicts: ``reproduced``; ``reproduced under <table>`` (fails on the claim's table, holds on one
 of its ``protocols``: sensitivity or converged tables, or the same table read on another metric,
 e.g. a selection rule's; a protocol with ``decides: false`` is shown, never decides); ``not
@@ -37,6 +42,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -75,9 +81,10 @@ def load_claims(path) -> dict:
         err = errors[0]
         where = list(err.absolute_path)
         name = ""
-        if len(where) >= 2 and where[0] == "claims" and isinstance(data, dict):
-            claim = data["claims"][where[1]]
-            name = f"claim {claim.get('id', '#' + str(where[1]))!r}" if isinstance(claim, dict) else f"claim #{where[1]}"
+        if len(where) >= 2 and where[0] in ("claims", "headlines") and isinstance(data, dict):
+            kind = where[0][:-1]
+            claim = data[where[0]][where[1]]
+            name = f"{kind} {claim.get('id', '#' + str(where[1]))!r}" if isinstance(claim, dict) else f"{kind} #{where[1]}"
             where = where[2:]
         at = ".".join(str(w) for w in where)
         raise ConfigError(f"{path}: {name or 'top level'}{' at ' + at if at else ''}: {err.message}")
@@ -85,6 +92,10 @@ def load_claims(path) -> dict:
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise ConfigError(f"{path}: claim id {dup[0]!r} appears more than once")
+    ids = [h["id"] for h in data.get("headlines", [])]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ConfigError(f"{path}: headline id {dup[0]!r} appears more than once")
     return data
 
 
@@ -609,3 +620,177 @@ def claim_tables(claims_path) -> list[str]:
     names = [c["check"]["table"] for c in data["claims"]]
     names += [as_protocol(p)["table"] for c in data["claims"] for p in c.get("protocols", [])]
     return list(dict.fromkeys(names))
+
+
+# --- headlines --------------------------------------------------------------------------------
+
+HEADLINE_COLUMNS = ["id", "paper", "where", "statement", "rule", "protocols", "verdict", "held", "checked",
+                    "cannot", "decisive", "decisive_label", "decisive_statement", "numbers", "cause", "claims"]
+
+
+def _protocol_table(verdict: str) -> str | None:
+    return verdict.removeprefix(UNDER).strip() if verdict.startswith(UNDER) else None
+
+
+def _holds(verdict: str, protocols) -> bool:
+    """Whether a ledger verdict counts as holding under a headline's ``protocols``."""
+    if verdict == REPRODUCED:
+        return True
+    table = _protocol_table(verdict)
+    if table is None or protocols == "paper":
+        return False
+    return protocols == "any" or table in protocols
+
+
+def _rule_holds(rule: str, held: int, checked: int) -> bool:
+    if checked == 0:
+        return False
+    return {"all": held == checked, "most": 2 * held > checked, "any": held >= 1}[rule]
+
+
+def _protocol_numbers(protocols_text: str, table: str) -> str:
+    """``ours; test`` of the protocol ``table`` that decided a claim, from the ledger's ``protocols``
+    column (``<table>: reproduced (<ours>; <test>)``)."""
+    key = f"{table}: {REPRODUCED} ("
+    start = protocols_text.find(key)
+    if start < 0:
+        return ""
+    i, depth = start + len(key), 1
+    for j in range(i, len(protocols_text)):
+        depth += {"(": 1, ")": -1}.get(protocols_text[j], 0)
+        if depth == 0:
+            return protocols_text[i:j]
+    return protocols_text[i:]
+
+
+def short_statement(statement: str) -> str:
+    """A ledger statement without the paper's quotation that opens it (``'...': ``)."""
+    text = str(statement)
+    if text.startswith("'"):
+        end = text.find("': ")
+        if end > 0:
+            text = text[end + 3:]
+    return text
+
+
+def short_test(test: str) -> str:
+    """The decisive part of a ledger test: the p-value and its n where there is one; for a curve,
+    from which budget it is below and whether it is apart at the end."""
+    text = str(test)
+    if "calls/n" in text or "last common budget" in text:
+        parts = []
+        start = re.search(r"from ([^ ]+) calls/n on", text)
+        parts.append(f"below from {start.group(1)} calls/n on" if start else "not below at the last common budget")
+        if "apart by more than the spreads" in text:
+            parts.append("apart by more than the spreads at the end")
+        seeds = re.search(r"paired Wilcoxon over (\d+) seeds at the end p = ([^ ;]+)", text)
+        if seeds and "apart by more than the spreads" not in text:
+            parts.append(f"paired Wilcoxon p = {seeds.group(2)} over {seeds.group(1)} seeds")
+        return ", ".join(parts)
+    found = re.search(r"Wilcoxon p = ([^ ;,)]+)(?: \(n = (\d+)\))?", text)
+    if found:
+        return f"Wilcoxon p = {found.group(1)}" + (f", n = {found.group(2)}" if found.group(2) else "")
+    return text.split("; ")[0]
+
+
+def _brief(ours: str) -> str:
+    """Our numbers without their spreads and counts (``1.189 ± 0.001281 (n=3)`` -> ``1.189``)."""
+    text = re.sub(r" ± [-+0-9.e]+", "", str(ours))
+    return re.sub(r" \(n=\d+\)", "", text).strip()
+
+
+def numbers_of(row: pd.Series) -> str:
+    """A ledger row's numbers in one short phrase: ours (beside the paper's for a cell) and the
+    test; for a claim that holds on a protocol table, that table's."""
+    if row["verdict"] == CANNOT:
+        return re.split(r" \(|; ", str(row["test"]))[0]
+    table = _protocol_table(row["verdict"])
+    if table is not None:
+        ours, _, test = _protocol_numbers(str(row["protocols"]), table).partition("; ")
+        prefix = f"on {table}: "
+    else:
+        ours, test, prefix = str(row["ours"]), str(row["test"]), ""
+    ours = _brief(ours)
+    if row.get("kind") == "value" and str(row["paper_value"]) and table is None:
+        ours += f" (paper {row['paper_value']})"
+    test = re.sub(r" \((Wilcoxon, )?α = [0-9.]+\)", "", short_test(test))
+    if row.get("kind") == "trend" or not test or test in ours:
+        return prefix + ours
+    return f"{prefix}{ours}; {test}"
+
+
+def wildcard_label(claim_id: str, patterns) -> str:
+    """What tells a claim from the others a headline names: its id from the component where the
+    first matching pattern's wildcard begins, less the pattern's fixed end in that component
+    (``agm.s41.*_agm_below_crf`` -> ``absolute``, ``casimir.fig5*`` -> ``fig5a.c1.const_small_mu``);
+    a pattern's trailing ``.*`` keeps the component before it where the headline has several
+    patterns; an exact id, its last component."""
+    for pattern in patterns:
+        if not fnmatch.fnmatchcase(claim_id, pattern):
+            continue
+        wild = [i for i, ch in enumerate(pattern) if ch in "*?"]
+        if not wild:
+            break
+        start = pattern.rfind(".", 0, wild[0]) + 1
+        if len(patterns) > 1 and pattern.endswith(".*") and wild == [len(pattern) - 1]:
+            start = pattern.rfind(".", 0, start - 1) + 1
+        end = pattern[wild[-1] + 1:]
+        stop = len(claim_id) - len(end) if end and "." not in end else len(claim_id)
+        return claim_id[start:stop].strip("._") or claim_id
+    return claim_id.rsplit(".", 1)[-1]
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop that ends a sentence (followed by a capital)."""
+    text = str(text).strip()
+    found = re.search(r"(?<=\.)\s+(?=[A-Z])", text)
+    return text[:found.start()] if found else text
+
+
+def headlines(claims_path, table: pd.DataFrame) -> pd.DataFrame:
+    """Each headline of ``claims_path`` decided from the ledger ``table`` (:func:`ledger`): its
+    verdict (``reproduced``, ``reproduced under <tables>``, ``not reproduced``, ``cannot check``),
+    how many of its named claims hold of those checked, the decisive claim (the first that fails
+    where it fails; else the first that holds, one resting on a protocol first) with its numbers,
+    and where it fails its cause (the headline's own, else the first sentence of the decisive
+    claim's)."""
+    data = load_claims(claims_path)
+    table = table.astype(object).fillna("")
+    rows = []
+    for h in data.get("headlines", []):
+        named = table[table["id"].map(lambda i: any(fnmatch.fnmatchcase(i, p) for p in h["claims"]))]
+        verdicts = named["verdict"].astype(str)
+        checkable = named[verdicts != CANNOT]
+        holds = checkable["verdict"].map(lambda v: _holds(v, h["protocols"])).astype(bool)
+        plain = (checkable["verdict"] == REPRODUCED).astype(bool)
+        n, k = len(checkable), int(holds.sum())
+        if n == 0:
+            verdict, decisive = CANNOT, (named.iloc[0] if len(named) else None)
+        elif _rule_holds(h["rule"], int(plain.sum()), n):
+            verdict, decisive = REPRODUCED, checkable[plain].iloc[0]
+        elif _rule_holds(h["rule"], k, n):
+            under = checkable[holds & ~plain]
+            tables = list(dict.fromkeys(under["verdict"].map(_protocol_table)))
+            verdict, decisive = f"{UNDER} {', '.join(tables)}", under.iloc[0]
+        else:
+            verdict, decisive = NOT_REPRODUCED, checkable[~holds].iloc[0]
+        cause = ""
+        if verdict in (NOT_REPRODUCED, CANNOT):
+            cause = h.get("cause") or (_first_sentence(decisive["cause"]) if decisive is not None else "")
+        protocols = h["protocols"] if isinstance(h["protocols"], str) else ", ".join(h["protocols"])
+        rows.append({"id": h["id"], "paper": h["paper"], "where": h.get("where", ""), "statement": h["statement"],
+                     "rule": h["rule"], "protocols": protocols, "verdict": verdict, "held": k, "checked": n,
+                     "cannot": len(named) - n,
+                     "decisive": "" if decisive is None else decisive["id"],
+                     "decisive_label": "" if decisive is None else wildcard_label(decisive["id"], h["claims"]),
+                     "decisive_statement": "" if decisive is None else short_statement(decisive["statement"]),
+                     "numbers": "no claim of the ledger matches" if decisive is None else numbers_of(decisive),
+                     "cause": cause, "claims": " ".join(named["id"])})
+    return pd.DataFrame.from_records(rows, columns=HEADLINE_COLUMNS)
+
+
+def rule_text(row) -> str:
+    """How a headline was decided, in words: ``3 of 4 named claims hold (rule: all; protocols: any)``."""
+    cannot = f", {row['cannot']} cannot be checked" if int(row["cannot"]) else ""
+    return (f"{row['held']} of {row['checked']} named claims hold{cannot} "
+            f"(rule: {row['rule']}; protocols: {row['protocols']})")

@@ -1,5 +1,6 @@
-"""``structpred report index``: rebuild ``reports/index.html`` (and the claims ledger
-``tables/claims.csv`` it opens with) from the tables and figures already in the report folder
+"""``structpred report index``: rebuild the report's pages (``reports/index.html``, which opens with
+the papers' headline verdicts, one page per paper and the data audit's; :mod:`structpred.report.html`)
+and the claims ledger ``tables/claims.csv`` from the tables and figures already in the report folder
 (registered by :func:`structpred.cli.build_parser`).
 
 The workflow's ``html_report`` rule needs every experiment's per-split results; tables that come
@@ -10,7 +11,8 @@ files present, package versions).
 
 ``structpred report rerender [EXPERIMENT...]`` rebuilds the tables, figures, ledger and index
 from the run archive (``runs/``), without recomputing a job: what to run after a checkout, where
-the main job (``snakemake``) recomputes everything from raw data.
+the main job (``snakemake``) recomputes everything from raw data (``--no-index``: the
+experiments' tables and figures only).
 
 ``structpred report update EXPERIMENT FILES...`` recomputes, in the committed table of
 ``EXPERIMENT``, its test table and its figure, the (task, dataset) groups whose per-split
@@ -27,9 +29,12 @@ from pathlib import Path
 def register(subparsers) -> None:
     report = subparsers.add_parser("report", help="the HTML report")
     sub = report.add_subparsers(dest="report_command", required=True)
-    p = sub.add_parser("index", help="rebuild <report dir>/index.html from the tables and figures present")
+    p = sub.add_parser("index", help="rebuild <report dir>/index.html and its pages from the tables and figures present")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
                    help="the configuration naming the report folder (default: config/config.yaml)")
+    p.add_argument("--archive", type=Path, default=Path("runs"),
+                   help="the run archive folder, whose README and numerics records name the commits the tables' "
+                        "runs were computed at (default: runs)")
     p.set_defaults(func=_index)
     p = sub.add_parser("update", help="recompute some (task, dataset) groups of a table from their result files")
     p.add_argument("experiment")
@@ -43,6 +48,8 @@ def register(subparsers) -> None:
     p.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"),
                    help="the configuration naming the report folder (default: config/config.yaml)")
+    p.add_argument("--no-index", action="store_true",
+                   help="rebuild the experiments' tables and figures only, not the ledger and the index")
     p.set_defaults(func=_rerender)
 
 
@@ -106,12 +113,14 @@ def _index(args) -> int:
 
         claims = folder / "tables" / "claims.csv"
         write_csv(ledger(config["report"]["claims"], folder), claims)
-    write_index(folder / "index.html", config=config, tables=tables, tests=tests, figures=figures,
+    pages = write_index(folder / "index.html", config=config, tables=tables, tests=tests, figures=figures,
                 stamps=(), references=config["report"]["references"], curves=curves, claims=claims,
                 staleness=read_status(folder / "tables" / "staleness.csv"),
-                checksums=provenance.registry_checksums({s for t in tables for s in get(t.stem).sources(config)}))
+                checksums=provenance.registry_checksums({s for t in tables for s in get(t.stem).sources(config)}),
+                archive=getattr(args, "archive", Path("runs")))
     missing = [n for n in config["experiments"] if folder / "tables" / f"{n}.csv" not in tables]
-    print(f"{folder / 'index.html'}: {len(tables)} tables" + (f"; no table yet for {', '.join(missing)}" if missing else ""))
+    print(f"{folder / 'index.html'}: {len(tables)} tables on {len(pages)} pages"
+          + (f"; no table yet for {', '.join(missing)}" if missing else ""))
     return 0
 
 
@@ -148,4 +157,6 @@ def _rerender(args) -> int:
             for panel in panels:
                 write_curve_figure(name, panel, curves, folder / "figures" / name / f"{panel}.png")
         print(f"{name}: rebuilt from {len(paths)} archived jobs")
-    return _index(argparse.Namespace(config=args.config))
+    if getattr(args, "no_index", False):   # the experiments' tables and figures only
+        return 0
+    return _index(argparse.Namespace(config=args.config, archive=args.archive))

@@ -26,6 +26,23 @@ def git_commit(cwd: str | Path = ".", ignore=()) -> str:
     return commit + ("+dirty" if dirty else "")
 
 
+def source_commit(cwd: str | Path = ".", ignore=()) -> str:
+    """The commit a report is rendered from: the last commit that changed anything outside
+    ``ignore`` (the report folder), '+dirty' when the tree has uncommitted changes there. A commit
+    that only adds the re-rendered report does not change it, so the committed page names the
+    commit a fresh clone re-renders it at, and the re-render leaves the clone clean."""
+    inside = [Path(os.path.relpath(Path(p).resolve(), Path(cwd).resolve())).as_posix() for p in ignore]
+    excludes = [f":(exclude){p}" for p in inside if p != "." and not p.startswith("..")]
+    try:
+        commit = subprocess.run(["git", "log", "-1", "--format=%H", "--", ".", *excludes], cwd=cwd,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes],
+                               cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return (commit or "unknown (no commit)") + ("+dirty" if dirty else "")
+
+
 def config_hash(config: dict) -> str:
     """sha256 of the canonical JSON of the configuration (first 16 hex digits)."""
     blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)

@@ -260,6 +260,11 @@ def _chain_game_crf():
     return _emotion_fits("CRF", {})
 
 
+@path("chain_game.M4N")
+def _chain_game_m4n():
+    return _emotion_fits("M4N", {})
+
+
 @path("chain_game.qp")
 def _chain_game_qp():
     converged = {"rtol": 1e-3, "eval_every": 1, "options": {"solver": "qp"}}

@@ -126,7 +126,7 @@ def test_cluster_jobs_match_the_local_run_and_survive_a_cancel(cluster, smoke_lo
     shutil.copytree(smoke_local.path, project, symlinks=True,
                     ignore=shutil.ignore_patterns("locks", "incomplete", "slurm_logs"))
     removed = _remove(project, REMOVED)
-    assert len(removed) == 12 + 6 + 2 + 5  # as listed above: the SSVM folder has 5 files
+    assert len(removed) == 12 + 6 + 2 + 7  # as listed above: the SSVM folder has 7 files (rows, history and numerics record of 2 splits, the selection)
     start = time.monotonic()
     proc = snakemake(PROFILE_RUN, project, env=cluster)
     log.warning("%s cluster jobs in %.0f s", sum(CLUSTER_JOBS.values()), time.monotonic() - start)

@@ -24,6 +24,7 @@ import json
 import platform
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -93,8 +94,12 @@ def machine_class() -> str:
         simd = "unknown"
     try:
         from threadpoolctl import threadpool_info
-        blas = next((f"{i['internal_api']} {i.get('architecture')}" for i in threadpool_info()
-                     if i.get("user_api") == "blas"), "blas unknown")
+        # numpy's own BLAS: other packages bundle theirs (scs ships an OpenBLAS 0.3.15 that calls
+        # this CPU "Zen" where numpy's 0.3.31 says "SkylakeX"), and which one loads first depends
+        # on what was imported before
+        found = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        ours = [i for i in found if Path(i.get("filepath", "")).parent.name.startswith("numpy")]
+        blas = next((f"{i['internal_api']} {i.get('architecture')}" for i in ours or found), "blas unknown")
     except ImportError:  # pragma: no cover
         blas = "blas unknown"
     return f"{platform.machine()} {vendor} {binding.get_host_cpu_name()} | numpy {simd} | {blas}"

@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from structpred.experiments import staleness
+from structpred.experiments import rerun, staleness
+from structpred.experiments.run_archive import load_config
 from structpred.report.archive_status import describe
 
 STATUS_FILE = Path("reports/tables/staleness.csv")
@@ -32,6 +33,15 @@ def register(sub) -> None:
                        help="recorded fitting seconds of the reruns, at most (default: 120)")
     guard.add_argument("--no-reruns", action="store_true", help="compare the fingerprints only")
     guard.set_defaults(func=_guard)
+    again = sub.add_parser("rerun", help="rerun an experiment's jobs that today's code does not reproduce "
+                                         "(stale, unknown, missing) and archive each chunk as it ends; resumable")
+    again.add_argument("--experiment", required=True, help="the experiment (see `structpred experiments`)")
+    again.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
+    again.add_argument("--cores", type=int, default=2, help="Snakemake's cores (default: 2)")
+    again.add_argument("--chunk", type=int, default=20, help="jobs per Snakemake call (default: 20)")
+    again.add_argument("--hours", type=float, default=None,
+                       help="start no chunk after this many hours and stop the one running then")
+    again.set_defaults(func=_rerun)
 
 
 def _status(args) -> int:
@@ -58,6 +68,18 @@ def _status(args) -> int:
             fh.write(table.to_csv(index=False, lineterminator="\n"))
         print(f"wrote {args.write}")
     return 0
+
+
+def _rerun(args) -> int:
+    config = load_config(Path.cwd())
+    if args.experiment not in config.get("experiments", {}):
+        print(f"structpred: unknown experiment {args.experiment!r} (see `structpred experiments`)", file=sys.stderr)
+        return 2
+    done, pending = rerun.rerun(Path.cwd(), args.archive, args.experiment, config, cores=args.cores,
+                                chunk=args.chunk, hours=args.hours, log=lambda line: print(line, file=sys.stderr))
+    print(f"{args.experiment}: {done} of {pending} pending jobs rerun and archived; "
+          "then `structpred runs status --write` and `structpred report rerender`")
+    return 0 if done == pending else 1
 
 
 def _guard(args) -> int:

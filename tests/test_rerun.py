@@ -1,0 +1,60 @@
+"""``structpred runs rerun``: which jobs it reruns (not fresh, or not archived), what it clears from
+``results/`` before Snakemake runs, and what it copies into the archive when a chunk ends."""
+
+from pathlib import Path
+
+import yaml
+
+from structpred.cli import main
+from structpred.experiments import numerics, rerun
+from structpred.experiments.registry import get
+from tests.test_staleness import rec, write_job
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def test_pending_jobs_are_those_not_fresh_here(tmp_path):
+    jobs = get("qs_robust").jobs(CONFIG)
+    (d0, m0, k0), (d1, m1, k1), (d2, m2, k2) = jobs[:3]
+    here, fp = numerics.machine_class(), numerics.fingerprint("qs.cauchy")
+    write_job(tmp_path, "qs_robust", d0, m0, k0, record=rec({"qs.cauchy": fp}, machine=here))        # fresh
+    write_job(tmp_path, "qs_robust", d1, m1, k1, record=rec({"qs.cauchy": "0" * 16}, machine=here))  # stale
+    write_job(tmp_path, "qs_robust", d2, m2, k2, record=rec({"qs.cauchy": fp}, machine="elsewhere"))  # unknown
+    pending = rerun.pending_jobs(tmp_path, "qs_robust", CONFIG)
+    assert len(pending) == len(jobs) - 1
+    assert f"qs_robust/{d0}/{m0}/split{k0}.csv" not in pending
+    assert pending[:2] == [f"qs_robust/{d1}/{m1}/split{k1}.csv", f"qs_robust/{d2}/{m2}/split{k2}.csv"]
+
+
+def test_clear_unfresh_keeps_todays_results_and_removes_older_ones(tmp_path):
+    current = {"qs.cauchy": "a" * 16}
+    old = write_job(tmp_path, "e", "d", "m", 0, record=rec({"qs.cauchy": "b" * 16}))
+    new = write_job(tmp_path, "e", "d", "m", 1, record=rec({"qs.cauchy": "a" * 16}))
+    bare = write_job(tmp_path, "e", "d", "m", 2)
+    for p in (old, new, bare):
+        Path(str(p).removesuffix(".csv") + ".history.csv").write_text("pass\n0\n")
+    rerun.clear_unfresh(tmp_path, ["e/d/m/split0.csv", "e/d/m/split1.csv", "e/d/m/split2.csv"], current, "test-machine")
+    assert sorted(p.name for p in (tmp_path / "e/d/m").iterdir()) == [
+        "split1.csv", "split1.history.csv", "split1.numerics.json"]
+
+
+def test_archive_job_copies_a_finished_jobs_files_and_skips_an_unfinished_one(tmp_path):
+    results, archive = tmp_path / "results", tmp_path / "runs"
+    done = write_job(results, "e", "d", "m", 0, record=rec({"p": "1" * 16}))
+    Path(str(done).removesuffix(".csv") + ".history.csv").write_text("pass\n0\n")
+    (done.parent / "selection.csv").write_text("lam\n0.5\n")
+    write_job(results, "e", "d", "m", 1)                     # rows but no record: not finished
+    write_job(archive, "e", "d", "m", 0, seconds=9.0)        # the archived file it replaces
+    assert rerun.archive_job(results, archive, "e/d/m/split0.csv")
+    assert not rerun.archive_job(results, archive, "e/d/m/split1.csv")
+    for name in ("split0.csv", "split0.history.csv", "split0.numerics.json", "selection.csv"):
+        assert (archive / "e/d/m" / name).read_bytes() == (results / "e/d/m" / name).read_bytes(), name
+    assert not (archive / "e/d/m/split1.csv").exists()
+
+
+def test_an_unknown_experiment_is_one_line_and_exit_2(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["runs", "rerun", "--experiment", "no_such_table"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no_such_table" in err

@@ -82,15 +82,15 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_import_cycle_inside_structpred():
     graph = import_graph()
-    assert len(graph) > 100 and "structpred.experiments.registry" in graph["structpred.experiments.m4n"]
+    assert len(graph) > 100 and "structpred.papers.registry" in graph["structpred.papers.m4n.tables"]
     assert cycles(graph) == []
 
 
 def test_report_cells_and_figure_saving_do_not_reach_the_experiments():
     """Experiments' report pages build on these: they must not import the registry back."""
     graph = import_graph()
-    for module in ("structpred.report.cells", "structpred.report.figures", "structpred.report.significance"):
-        assert not {m for m in graph[module] if m.startswith("structpred.experiments")}, module
+    for module in ("structpred.tables.cells", "structpred.tables.figures", "structpred.tables.significance"):
+        assert not {m for m in graph[module] if m.startswith("structpred.papers")}, module
 
 
 def test_output_spaces_export_oracles_and_no_solver_pass():
@@ -114,7 +114,7 @@ def test_output_spaces_export_oracles_and_no_solver_pass():
 
 
 def test_the_schema_lists_exactly_the_registered_experiments():
-    from structpred.experiments.registry import EXPERIMENTS, get
+    from structpred.papers.registry import EXPERIMENTS, get
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     enum = schema["properties"]["experiments"]["items"]["enum"]

@@ -31,7 +31,7 @@ The tables themselves are rebuilt by the workflow: snakemake --cores 2 (see READ
 
 def build_parser() -> argparse.ArgumentParser:
     from structpred.data import cli as data_cli
-    from structpred.experiments import runs_cli
+    from structpred.runs import cli as runs_cli
     from structpred.report import claims_cli
     from structpred.report import cli as report_cli
     from structpred import run_cli

@@ -125,11 +125,11 @@ def plan(config: dict, root: Path) -> list[str]:
     """The plan of a run with ``config`` in ``root`` (its default target), run by nobody: the
     training jobs with no result file yet, every raw file they (and the report after them) need
     and cannot get (:mod:`structpred.data.preflight`), and their estimated CPU-hours per experiment
-    (:func:`structpred.experiments.run_archive.plan_estimate`, from ``root/runs``)."""
+    (:func:`structpred.runs.archive.plan_estimate`, from ``root/runs``)."""
     from structpred.data.parsers import VIEWS
     from structpred.data.preflight import message, unavailable
-    from structpred.experiments.registry import get
-    from structpred.experiments.run_archive import plan_estimate
+    from structpred.papers.registry import get
+    from structpred.runs.archive import plan_estimate
 
     root = Path(root)
     raw, mirror = root / config["data"]["raw_dir"], config["data"].get("mirror")

@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 def _claims(args) -> int:
     from structpred.errors import ConfigError
-    from structpred.experiments.results import write_csv
+    from structpred.tables.results import write_csv
     from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, UNDER, ledger, summary
     from structpred.report.cli import _load_config
 

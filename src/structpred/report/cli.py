@@ -65,7 +65,7 @@ def _load_config(path: Path) -> dict:
 
 def _update(args) -> int:
     from structpred.errors import ConfigError
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
     from structpred.report.aggregate import update_files
     from structpred.report.experiment_figures import experiment_figure
 
@@ -87,7 +87,7 @@ def _update(args) -> int:
 
 
 def _index(args) -> int:
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
     from structpred.report import provenance
     from structpred.report.archive_status import read_status
     from structpred.report.html import write_index
@@ -108,7 +108,7 @@ def _index(args) -> int:
             curves += [p for p in (folder / "figures" / name / f"{panel}.png" for panel in panels) if p.is_file()]
     claims = None
     if config["report"].get("claims"):
-        from structpred.experiments.results import write_csv
+        from structpred.tables.results import write_csv
         from structpred.report.claims import ledger
 
         claims = folder / "tables" / "claims.csv"
@@ -129,7 +129,7 @@ def _rerender(args) -> int:
     and curves from the archived files, read in the workflow's job order; then the ledger and the
     index.  An experiment with jobs missing from the archive is left as it is, and said so."""
     from structpred.errors import ConfigError
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
     from structpred.report.aggregate import aggregate_files
     from structpred.report.experiment_figures import experiment_figure, write_curve_figure, write_curve_table
 

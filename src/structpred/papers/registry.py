@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from structpred.data.parsers import VIEWS
 from structpred.errors import ConfigError
 
 #: input kinds a job may need (the workflow maps each to a file; ``runs``: the result files of
@@ -95,8 +96,6 @@ class Experiment:
 
     def sources(self, config: dict) -> set[str]:
         """The raw-data sources the experiment's jobs read (default: those of their views)."""
-        from structpred.data.parsers import VIEWS
-
         views = {self.view(config, d) for d, _, _ in self.jobs(config)} - {None}
         return {VIEWS[v].source for v in views if v in VIEWS}
 

@@ -12,13 +12,26 @@ and compares their rows with the archive's (timings excluded): ``structpred runs
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from structpred.errors import ConfigError
+from structpred.io import atomic_open
+from structpred.papers.registry import get
+from structpred.report.provenance import git_commit
+from structpred.workflow import project_copy
 
 LEVELS = ("experiment", "method", "dataset")
 
@@ -83,8 +96,6 @@ def result_text(path) -> str:
 def load_config(project=".", configfile=None) -> dict:
     """The workflow's configuration as Snakemake reads it in ``project``: its ``config/config.yaml``,
     with ``configfile`` (relative to ``project``) merged over it key by key, as ``--configfile``."""
-    import yaml
-
     def over(base: dict, new: dict) -> dict:
         out = dict(base)
         for k, v in new.items():
@@ -116,8 +127,6 @@ def upstream(config: dict, experiment, dataset, method, split) -> tuple[list[str
     the result files of the jobs it reads (input kind ``runs``, :meth:`Experiment.run_inputs`) and its
     model selection's file (kind ``selection``, else ``None``), relative to ``results/``.  An
     experiment the registry or ``config`` does not know reads nothing."""
-    from structpred.papers.registry import get
-
     try:
         exp = get(experiment)
         runs = exp.run_inputs(config, dataset, method) if "runs" in exp.needs else []
@@ -236,8 +245,6 @@ def verify_commands(targets: list[str], cores: int = 1, configfile=None) -> tupl
     training jobs and model selections (data fetch, views, features: ``--omit-from run_job
     select_model``), then, once the archived upstream files are copied in after them (newer than
     every input, so Snakemake reuses them: files without metadata trigger no rerun), the targets."""
-    import sys
-
     extra = ["--configfile", str(configfile)] if configfile else []
     run = [sys.executable, "-m", "snakemake", *targets, "--cores", str(cores), "--keep-going", *extra]
     return [*run, "--omit-from", "run_job", "select_model"], run
@@ -247,10 +254,6 @@ def place_upstream(archive, files: list[str], root) -> None:
     """Copy the archived ``files`` into ``root/results/``, all with one modification time (now):
     newer than the inputs already built, and none newer than another (a reused job reading a reused
     job is not rerun)."""
-    import os
-    import shutil
-    import time
-
     now = time.time()
     for name in files:
         dest = Path(root) / "results" / name
@@ -262,11 +265,6 @@ def place_upstream(archive, files: list[str], root) -> None:
 def _run_until(command: list[str], cwd, deadline: float | None):
     """Run ``command``; past ``deadline`` (``time.monotonic()``) stop it and all it started.
     Returns (the completed process's output, whether it was stopped)."""
-    import os
-    import signal
-    import subprocess
-    import time
-
     proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -295,12 +293,6 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
     each compared job's numerics record into the archive (:mod:`structpred.runs.staleness`):
     the rerun's own (its fingerprints, at the project's commit) where it is identical, one with
     ``"reproduced": false`` where it differs."""
-    import tempfile
-    import time
-
-    from structpred.report.provenance import git_commit
-    from structpred.workflow import project_copy
-
     project, archive = Path(project).resolve(), Path(archive).resolve()
     deadline = None if timeout is None else time.monotonic() + timeout
     if config is None:
@@ -339,10 +331,6 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
 def _record_verdict(archived: Path, rerun: Path, commit: str, identical: bool) -> None:
     """Beside the archived job file, the numerics record of its rerun (``commit``: the project's when
     it was copied for the rerun), marked ``"reproduced": false`` when the rerun differed."""
-    import json
-
-    from structpred.io import atomic_open
-
     source = Path(str(rerun).removesuffix(".csv") + ".numerics.json")
     rec = json.loads(source.read_text(encoding="utf-8"))
     rec["commit"] = commit

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
+from structpred.data.acquire import resolve_mirror
+from structpred.data.preflight import ORIGINS, source_origins
+from structpred.errors import ConfigError
+from structpred.papers.registry import get
+from structpred.report.cli import _load_config
 from structpred.runs import staleness_cli
+from structpred.runs.archive import (TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, job_costs, load_config,
+                                     sample_jobs, verify)
+from structpred.runs.makespan import makespan, tasks
 
 
 def register(subparsers) -> None:
@@ -47,12 +57,8 @@ def register(subparsers) -> None:
 
 
 def _cost(args) -> int:
-    import pandas as pd
-
     if args.simulate_cores:
         return _simulate(args)
-
-    from structpred.runs.archive import cost_table
 
     table = cost_table(args.archive, args.by)
     shown = table.assign(   # the printing only: cost_table keeps its numbers (NaN: untimed)
@@ -72,10 +78,6 @@ def _cost(args) -> int:
 
 
 def _simulate(args) -> int:
-    from structpred.errors import ConfigError
-    from structpred.runs.makespan import makespan, tasks
-    from structpred.report.cli import _load_config
-
     if min(args.simulate_cores) < 1:
         raise ConfigError("--simulate-cores takes core counts of at least 1")
     jobs, left = tasks(args.archive, _load_config(args.config))
@@ -91,8 +93,6 @@ def _simulate(args) -> int:
 
 
 def _verify(args) -> int:
-    from structpred.runs.archive import TIMEOUT_FACTOR, TIMEOUT_SLACK, load_config, sample_jobs, verify
-
     config = load_config(Path.cwd())
     jobs = sample_jobs(args.archive, args.sample, args.seed, args.experiment, args.max_seconds, config=config)
     timeout = args.timeout
@@ -130,8 +130,6 @@ def data_status(origins: dict[str, str]) -> str:
     (:func:`structpred.data.preflight.source_origins`): ``none`` (it reads no raw file), ``present``,
     ``mirror``, ``downloadable`` (the worst of its sources), or ``missing`` and the sources that
     cannot be had."""
-    from structpred.data.preflight import ORIGINS
-
     if not origins:
         return "none"
     missing = sorted(name for name, where in origins.items() if where == "missing")
@@ -141,12 +139,6 @@ def data_status(origins: dict[str, str]) -> str:
 
 
 def _experiments(args) -> int:
-    from structpred.data.acquire import resolve_mirror
-    from structpred.data.preflight import source_origins
-    from structpred.papers.registry import get
-    from structpred.runs.archive import job_costs
-    from structpred.report.cli import _load_config
-
     config = _load_config(args.config)
     raw_dir, mirror = config["data"]["raw_dir"], config["data"].get("mirror")
     costs = job_costs(args.archive) if args.archive.is_dir() else None

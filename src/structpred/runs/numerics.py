@@ -27,8 +27,28 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from llvmlite import binding
+from numpy._core._multiarray_umath import __cpu_features__ as features
+from threadpoolctl import threadpool_info
 
 from structpred.errors import ConfigError
+from structpred.estimators import CRF, M3N, M4N, QS
+from structpred.estimators.methods import make_estimator
+from structpred.features import NystromGaussian, Sequences
+from structpred.features.hashed import WindowTokens
+from structpred.features.sequences import difference_edges
+from structpred.features.tree_hashed import TreeFeatures
+from structpred.io import atomic_open
+from structpred.outputs import Chain, PairwiseRanking, Tree
+from structpred.outputs.histogram import GaussianHistogram, Hellinger
+from structpred.outputs.tree import TreeArray
+from structpred.papers.agm.emotion import loss_space, method_estimator
+from structpred.papers.agm.srl import estimator
+from structpred.papers.casimir.ner import make_rule
+from structpred.papers.qs.pairwise_rankers import Preferences, fit_path
+from structpred.papers.qs.robust import _fit_predict
+from structpred.solvers import check_problem, run
+from structpred.solvers.kernel_ridge import RidgeWeights
 
 #: path name -> function returning the arrays whose bits are its fingerprint
 PATHS: dict[str, Callable[[], list]] = {}
@@ -75,8 +95,6 @@ def machine_class() -> str:
     """What decides the bits besides the code: the CPU's vendor and the target numba (LLVM)
     compiles for, the SIMD level numpy dispatches to, and the BLAS kernel set, e.g.
     ``x86_64 AuthenticAMD znver4 | numpy AVX512_SKX | openblas Zen``."""
-    from llvmlite import binding
-
     vendor = "unknown"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -87,13 +105,11 @@ def machine_class() -> str:
     except OSError:
         pass
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
         levels = ("AVX512_SKX", "AVX2", "SSE42", "ASIMD")
         simd = next((lvl for lvl in levels if features.get(lvl)), "baseline")
     except ImportError:  # pragma: no cover (numpy < 2)
         simd = "unknown"
     try:
-        from threadpoolctl import threadpool_info
         # numpy's own BLAS: other packages bundle theirs (scs ships an OpenBLAS 0.3.15 that calls
         # this CPU "Zen" where numpy's 0.3.31 says "SkylakeX"), and which one loads first depends
         # on what was imported before
@@ -112,8 +128,6 @@ def record(paths, commit: str) -> dict:
 
 def write_record(rows_path, paths, commit: str) -> None:
     """Write :func:`record` to ``<rows_path without .csv>.numerics.json``, atomically."""
-    from structpred.io import atomic_open
-
     target = str(rows_path).removesuffix(".csv") + ".numerics.json"
     with atomic_open(target, "w") as fh:
         fh.write(json.dumps(record(paths, commit), indent=1, sort_keys=True) + "\n")
@@ -142,8 +156,6 @@ def _fit(est, X, y) -> list:
 
 
 def _table_fits(method: str, variants: list[dict], losses=("zero_one", "ordinal")) -> list:
-    from structpred.estimators.methods import make_estimator
-
     X, y = _table(f"table.{method}")
     return [_fit(make_estimator(method, loss=loss, n_labels=4, lam=0.1, n_passes=4, random_state=0,
                                 eval_every=2, **v), X, y) for loss in losses for v in variants]
@@ -175,16 +187,12 @@ def _rankings(name: str, n: int = 16, d: int = 4, M: int = 4):
 
 @path("permutation.M3N")
 def _permutation_m3n():
-    from structpred.estimators import M3N
-
     X, y = _rankings("permutation.M3N")
     return _fit(M3N(loss="permutation_hamming", lam=0.1, n_passes=3, random_state=0), X, y)
 
 
 @path("permutation.M4N")
 def _permutation_m4n():
-    from structpred.estimators import M4N
-
     X, y = _rankings("permutation.M4N")
     return _fit(M4N(loss="permutation_hamming", lam=0.1, n_passes=3, n_iter_oracle=5, random_state=0), X, y)
 
@@ -199,24 +207,18 @@ def _dense_chains(name: str, n: int = 10, d: int = 4, k: int = 3):
 
 @path("chain.M3N")
 def _chain_m3n():
-    from structpred.estimators import M3N
-
     return _fit(M3N(loss="sequence_hamming", n_labels=3, lam=0.1, n_passes=3, random_state=0),
                 *_dense_chains("chain.M3N"))
 
 
 @path("chain.CRF")
 def _chain_crf():
-    from structpred.estimators import CRF
-
     return _fit(CRF(loss="sequence_hamming", n_labels=3, lam=0.1, n_passes=3, random_state=0),
                 *_dense_chains("chain.CRF"))
 
 
 @path("chain.M4N")
 def _chain_m4n():
-    from structpred.estimators import M4N
-
     X, y = _dense_chains("chain.M4N")
     return [_fit(M4N(loss="sequence_hamming", n_labels=3, lam=0.1, n_passes=3, n_iter_oracle=4,
                      warm_start_oracle=warm, random_state=0), X, y) for warm in (True, False)]
@@ -224,9 +226,6 @@ def _chain_m4n():
 
 def _emotion_chains(name: str, n: int = 8):
     """Sequences with emotion groups and edge features, as AGM Table 1's."""
-    from structpred.features import Sequences
-    from structpred.features.sequences import difference_edges
-
     rng = _rng(name)
     lengths = rng.integers(2, 6, n)
     offsets = np.r_[0, np.cumsum(lengths)]
@@ -237,8 +236,6 @@ def _emotion_chains(name: str, n: int = 8):
 
 
 def _emotion_fits(method: str, settings: dict, losses=("absolute", "weighted_squared")):
-    from structpred.papers.agm.emotion import loss_space, method_estimator
-
     X, y = _emotion_chains(f"chain_game.{method}")
     base = {"adagrad_step": 0.1, "oracle_iterations": 4, "game": "exact", "coef_init": 0.0}
     return [_fit(method_estimator(method, loss_space(loss), 0.01, {**base, **settings}, 3, 0), X, y)
@@ -278,9 +275,6 @@ def _chain_game_qp():
 
 def _trees(name: str, n: int = 10, R: int = 3):
     """Random trees with hashed node and edge features whose first node feature names the label."""
-    from structpred.features.tree_hashed import TreeFeatures
-    from structpred.outputs.tree import TreeArray
-
     rng = _rng(name)
     sizes = rng.integers(2, 6, n)
     parents = np.concatenate([np.r_[-1, [rng.integers(0, t) for t in range(1, T)]] for T in sizes])
@@ -299,9 +293,6 @@ def _trees(name: str, n: int = 10, R: int = 3):
 
 
 def _tree_fit(method: str) -> list:
-    from structpred.papers.agm.srl import estimator
-    from structpred.outputs import Tree
-
     X, y = _trees(f"tree.{method}")
     settings = {"n_passes": 3, "adagrad_step": 0.1, "game": "exact", "oracle_iterations": 4}
     return _fit(estimator(method, Tree(3, "absolute", joint_map="tree_hashed"), 0.01, settings, 0), X, y)
@@ -313,8 +304,6 @@ for _method in ("AGM", "CRF", "SSVM", "M4N"):
 
 def _tagging(n: int = 16):
     """Toy sentences for the hashed window chain (CoNLL-2003's map)."""
-    from structpred.features.hashed import WindowTokens
-
     rng = _rng("ner")
     lengths = rng.integers(1, 7, n)
     words = rng.integers(1, 30, lengths.sum())
@@ -333,10 +322,6 @@ _NER = {"SGD": [{"eta0": 0.04, "t0": 50}], "BCFW": [{}],
 
 
 def _ner_fit(method: str) -> list:
-    from structpred.papers.casimir.ner import make_rule
-    from structpred.outputs import Chain
-    from structpred.solvers import check_problem, run
-
     X, y = _tagging()
     space = Chain(4, "hamming", normalize=False, joint_map="hashed_window")
     out = []
@@ -354,17 +339,12 @@ for _method in _NER:
 
 @path("features.nystrom")
 def _nystrom():
-    from structpred.features import NystromGaussian
-
     X = _rng("nystrom").normal(size=(40, 6))
     return [NystromGaussian(n_components=12, random_state=0).fit(X[:30]).transform(X[30:])]
 
 
 @path("qs.histogram")
 def _qs_histogram():
-    from structpred.estimators import QS
-    from structpred.outputs.histogram import GaussianHistogram, Hellinger
-
     rng = _rng("qs.histogram")
     X, Y = rng.random((20, 6)), rng.random((20, 4)) + 0.01
     Y /= Y.sum(axis=1, keepdims=True)
@@ -374,8 +354,6 @@ def _qs_histogram():
 
 @path("qs.cauchy")
 def _qs_cauchy():
-    from structpred.papers.qs.robust import _fit_predict
-
     rng = _rng("qs.cauchy")
     X, y = rng.random((30, 1)), rng.standard_cauchy(30)
     return [_fit_predict(m, X[:24], y[:24], X[24:], 0.2, 1e-3, 1.0) for m in ("QS", "RNW", "KRR")]
@@ -383,9 +361,6 @@ def _qs_cauchy():
 
 @path("qs.ranking")
 def _qs_ranking():
-    from structpred.outputs import PairwiseRanking
-    from structpred.solvers.kernel_ridge import RidgeWeights
-
     rng = _rng("qs.ranking")
     X = rng.normal(size=(12, 3))
     R = rng.integers(0, 6, (12, 5)).astype(float)
@@ -395,8 +370,6 @@ def _qs_ranking():
 
 @path("qs.pairwise_baselines")
 def _qs_pairwise_baselines():
-    from structpred.papers.qs.pairwise_rankers import Preferences, fit_path
-
     rng = _rng("qs.pairwise_baselines")
     X = rng.normal(size=(10, 3))
     R = rng.integers(0, 6, (10, 6)).astype(float)

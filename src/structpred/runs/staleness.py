@@ -25,9 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.runs.numerics import PATHS, fingerprints, machine_class
-from structpred.runs.archive import job_files
 from structpred.report.archive_status import read_status
+from structpred.runs.archive import job_costs, job_files, verify
+from structpred.runs.numerics import PATHS, fingerprints, machine_class
 
 COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]
 
@@ -110,8 +110,6 @@ def guard_sample(archive, budget_seconds: float = 120.0) -> tuple[pd.DataFrame, 
     Returns the jobs (as :func:`~structpred.runs.archive.sample_jobs` does) and the
     paths no fresh job within the budget runs (unguarded by reruns; their fingerprints are still
     compared)."""
-    from structpred.runs.archive import job_costs
-
     jobs = job_table(archive).merge(job_costs(archive), on=["experiment", "dataset", "method", "split"])
     fresh = jobs[(jobs["status"] == "fresh") & jobs["seconds"].notna()].copy()
     fresh["paths"] = [sorted(read_record(Path(archive) / e / d / m / f"split{k}.csv")["fingerprints"])
@@ -162,8 +160,6 @@ def guard(archive, status_path, project, *, budget_seconds: float = 120.0, rerun
     """The CI guard: today's status against the committed one (:func:`compare_status`), then
     :func:`guard_sample`'s fresh jobs rerun from raw data and compared byte for byte with the
     archive.  Returns one line per failure, naming the experiment and the paths."""
-    from structpred.runs.archive import verify
-
     now = status_table(archive)
     committed = read_status(status_path)
     failures = compare_status(committed, now)

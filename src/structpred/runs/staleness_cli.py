@@ -8,9 +8,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from structpred.io import atomic_open
+from structpred.report.archive_status import describe
 from structpred.runs import rerun, staleness
 from structpred.runs.archive import load_config
-from structpred.report.archive_status import describe
 
 STATUS_FILE = Path("reports/tables/staleness.csv")
 
@@ -45,8 +46,6 @@ def register(sub) -> None:
 
 
 def _status(args) -> int:
-    from structpred.io import atomic_open
-
     table = staleness.status_table(args.archive)
     shown = table.drop(columns=["machine", "detail"])
     print(shown.to_string(index=False))

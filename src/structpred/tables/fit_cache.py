@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from structpred.data.acquire import sha256_file
 from structpred.io import atomic_open, write_text
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,6 @@ log = logging.getLogger(__name__)
 
 def key_digest(key: dict, inputs=()) -> str:
     """16 hex digits of sha256 over ``key`` (JSON, sorted keys) and the bytes of each input file."""
-    from structpred.data.acquire import sha256_file
-
     h = hashlib.sha256(json.dumps(key, sort_keys=True, default=repr).encode())
     for path in inputs:
         h.update(sha256_file(Path(path)).encode())

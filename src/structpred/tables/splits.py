@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from structpred.data.discretize import bin_target
 from structpred.errors import ConfigError
-from structpred.tables.seeding import int_seed, rng_for
+from structpred.features import NystromGaussian, Sequences
 from structpred.io import atomic_path
+from structpred.tables.seeding import int_seed, rng_for
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +71,10 @@ def build_split_features(
     bins by that scheme (:func:`~structpred.data.discretize.bin_target`; the edges are stored
     as ``bin_edges``, the counts logged); ``None`` keeps the view's labels.
     """
-    from structpred.features import NystromGaussian
-
     X = arrays["X"]
     y = arrays["Y"] if "Y" in arrays else arrays["y"]  # label rankings: (n, M) rank positions
     extra = {}
     if binning is not None:
-        from structpred.data.discretize import bin_target
-
         if "target" not in arrays:
             raise ConfigError(f"binning {binning!r} asked for {view}, which has no regression target")
         y, extra["bin_edges"] = bin_target(arrays["target"], int(y.max()) + 1, binning)
@@ -115,7 +113,6 @@ def split_part(split: dict[str, np.ndarray], part: str, n_groups: int | None = N
     X, y = split[f"X_{part}"], split[f"y_{part}"]
     if f"offsets_{part}" not in split:
         return X, y
-    from structpred.features import Sequences
 
     seq = Sequences(X, split[f"offsets_{part}"], split.get(f"groups_{part}"), n_groups)
     return seq, seq.split_labels(y)

@@ -15,13 +15,21 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import tarfile
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
-from structpred.data.voc import VOC_CLASSES, parse_annotation_xml
+from structpred.data.store import load
+from structpred.data.voc import VOC_CLASSES, VOC_TARS, parse_annotation_xml
+from structpred.data.voc_synthetic import write_synthetic_voc
 from structpred.errors import DataError
+from structpred.features import Sequences
 from structpred.io import atomic_open
+from structpred.vision.alexnet import box_features, conv4_net, load_weights, resolve_device, weights_digest
+from structpred.vision.boxes import candidate_losses
+from structpred.vision.proposals import cached_proposals
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +69,6 @@ def candidate_arrays(voc: Path, examples: list, *, net, device: str, cache_dir: 
                      seed: int = 0, batch_size: int = 256) -> dict[str, np.ndarray]:
     """Per candidate of each example: conv4 ``features`` (float32 rows), ``losses`` (``1 - IoU``),
     ``boxes``; per example: ``offsets`` into those rows, ``image`` ids and ``gt`` boxes."""
-    from PIL import Image
-
-    from structpred.vision.alexnet import box_features
-    from structpred.vision.boxes import candidate_losses
-    from structpred.vision.proposals import cached_proposals
-
     feats, losses, boxes, sizes = [], [], [], []
     for image_id, gt in examples:
         jpeg = Path(voc) / "JPEGImages" / f"{image_id}.jpg"
@@ -99,8 +101,6 @@ def build_candidate_file(voc: Path, class_name: str, out: Path, *, weights: Path
     the device used, the sha256 of the images and annotations read and of the network's
     weights (``weights``: torchvision's AlexNet file; ``None``: random weights from
     ``net_seed``, for synthetic runs).  Written atomically; returns the meta."""
-    from structpred.vision.alexnet import conv4_net, load_weights, resolve_device, weights_digest
-
     examples = class_examples(voc, class_name)
     train, held = split_examples(examples, train_fraction, seed)
     net = conv4_net(net_seed)
@@ -132,9 +132,6 @@ def load_candidate_file(path: Path) -> tuple[dict, dict]:
     list of per-example candidate IoUs and ``y`` the :class:`~structpred.outputs.Candidates`
     truths ``l_ij - min_j l_ij`` with ``l_ij = 1 - IoU``: the reference code's hinge scores the
     label (the best candidate) with its own loss, ``max_j [l_ij + v_ij] - (l_i* + v_i*)``."""
-    from structpred.data.store import load
-    from structpred.features import Sequences
-
     arrays, meta = load(path)
     parts = {}
     for part in ("train", "held"):
@@ -155,11 +152,6 @@ def make_devkit(name: str, dest: Path, *, raw: Path | None = None, synthetic: di
     JPEGImages, Annotations and ImageSets of the two VOC 2007 tarballs in ``raw``; ``synthetic``
     writes :func:`~structpred.data.voc_synthetic.write_synthetic_voc`'s folder with the settings
     ``synthetic`` (class names, n_images, size, seed)."""
-    import tarfile
-
-    from structpred.data.voc import VOC_TARS
-    from structpred.data.voc_synthetic import write_synthetic_voc
-
     dest = Path(dest)
     if name == "synthetic":
         s = dict(synthetic or {})

@@ -38,12 +38,20 @@ import logging
 import time
 
 import numpy as np
+import pandas as pd
 
+from structpred.data.store import load
 from structpred.errors import ConfigError
 from structpred.estimators.methods import make_estimator
+from structpred.features import Sequences
+from structpred.features.sequences import difference_edges
+from structpred.outputs import Chain
+from structpred.papers.agm.report import emotion_figure, render_emotion, render_emotion_converged
 from structpred.papers.registry import Experiment, register
-from structpred.tables.results import select_first_min
 from structpred.solvers.driver import relative_gap
+from structpred.tables.results import select_first_min
+from structpred.tables.seeding import int_seed, rng_for
+from structpred.tables.significance import best_tests
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +75,6 @@ PRIMAL_METHODS = ("AGM", "AGM-SPMP")
 def loss_space(name: str, normalize: bool = True):
     """The chain space of one evaluation loss (``normalize=False``: ``sum_t w_t l_t`` without the
     division by ``sum_t w_t``, the training loss of ``agm_emotion_unnormalised``)."""
-    from structpred.outputs import Chain
-
     if name not in LOSSES:
         raise ConfigError(f"unknown AGM loss {name!r}; known: {', '.join(LOSSES)}")
     node, weights = LOSSES[name]
@@ -77,8 +83,6 @@ def loss_space(name: str, normalize: bool = True):
 
 def test_losses(loss: str, y, pred) -> dict[str, float]:
     """``{loss: mean over sequences of the normalised loss, loss_nodewise: pooled over frames}``."""
-    from structpred.outputs import Chain
-
     node, weights = LOSSES[loss]
     raw = Chain(N_LABELS, node, weights, normalize=False)
     mass = sum(raw.position_weights(len(s)).sum() for s in y)
@@ -89,9 +93,6 @@ def test_losses(loss: str, y, pred) -> dict[str, float]:
 def sequences(arrays: dict[str, np.ndarray], idx, edge_features: bool = False) -> tuple:
     """``(Sequences, labels)`` of the sequences ``idx``: frames with a bias column, grouped by
     emotion class; ``edge_features``: with the edges ``[|x_t - x_{t-1}|, 1]``."""
-    from structpred.features import Sequences
-    from structpred.features.sequences import difference_edges
-
     frames = np.hstack([arrays["X"], np.ones((arrays["X"].shape[0], 1))])
     edges = difference_edges(arrays["X"], arrays["offsets"]) if edge_features else None
     full = Sequences(frames, arrays["offsets"], arrays["emotion"], N_EMOTIONS, edges)
@@ -179,8 +180,6 @@ def validation_folds(n: int, validation: dict, seed: int) -> list[tuple[np.ndarr
     """``(fit, validate)`` positions among ``n`` training sequences: ``{holdout: f}`` the first
     ``round(f n)`` in order and the rest (the reference code); ``{folds: K}`` K-fold CV on a
     seeded permutation."""
-    from structpred.tables.seeding import rng_for
-
     if "holdout" in validation:
         cut = int(round(float(validation["holdout"]) * n))
         if not 0 < cut < n:
@@ -194,8 +193,6 @@ def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, s
     """Lambda selection on the first split's training sequences (``settings["validation"]``,
     ``cv_passes`` passes): one record per (loss, lambda) with the mean validation loss over
     folds and ``selected`` on the best lambda of each loss (ties: the first of the grid)."""
-    from structpred.tables.seeding import int_seed
-
     train, _ = split_indices(arrays, 0, settings["n_train"])
     grid = method_lambdas(method, settings["lambdas"], settings.get("rtol") is not None)
     if not grid:
@@ -223,8 +220,6 @@ def cross_validate(arrays: dict[str, np.ndarray], method: str, settings: dict, s
 def run_split(arrays: dict[str, np.ndarray], method: str, split: int, chosen: dict[str, float],
               settings: dict, seed: int, experiment: str = "agm_emotion") -> list[dict]:
     """Tidy rows (metric = loss name, value = test loss) of one split with the CV-chosen lambdas."""
-    from structpred.tables.seeding import int_seed
-
     tr, te = split_indices(arrays, split, settings["n_train"])
     train, test = sequences(arrays, tr, settings["edge_features"]), sequences(arrays, te, settings["edge_features"])
     rows = []
@@ -280,34 +275,22 @@ class EmotionTable(Experiment):
         return {"lam": method_lambdas(method, s["lambdas"], s.get("rtol") is not None)}
 
     def select(self, inputs, settings, *, seed, dataset, method):
-        from structpred.data.store import load
-
         arrays, _ = load(inputs["view"])
         return cross_validate(arrays, method, settings, seed)
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        import pandas as pd
-
-        from structpred.data.store import load
-
         arrays, _ = load(inputs["view"])
         cv = pd.read_csv(inputs["selection"])
         chosen = dict(zip(cv.loc[cv["selected"], "loss"], cv.loc[cv["selected"], "lam"]))
         return run_split(arrays, method, split, chosen, settings, seed, self.name), None
 
     def render(self, table, tests, config):
-        from structpred.papers.agm.report import render_emotion
-
         return render_emotion(table, tests)
 
     def figure(self, table, path, config):
-        from structpred.papers.agm.report import emotion_figure
-
         emotion_figure(table, path)
 
     def tests(self, selected, config):
-        from structpred.tables.significance import best_tests
-
         return best_tests(selected)
 
 
@@ -356,6 +339,4 @@ class EmotionConverged(EmotionTable):
         return super().tests(selected[selected["metric"].isin(losses)], config)
 
     def page(self, table, tests, others, config):
-        from structpred.papers.agm.report import render_emotion_converged
-
         return render_emotion_converged(table, tests, *others.get(self.beside, (None, None)))

@@ -30,9 +30,19 @@ import time
 import numpy as np
 import pandas as pd
 
+from structpred.data.srl import class_order, proposition_index
+from structpred.data.store import load
 from structpred.errors import ConfigError
+from structpred.features.srl import srl_examples
+from structpred.outputs import Tree
+from structpred.papers.agm.emotion import method_estimator
+from structpred.papers.qs.report import metric_bars, render_grid
 from structpred.papers.registry import Experiment, register
+from structpred.tables.figures import legend_outside, save_figure
+from structpred.tables.fit_cache import FitCache
 from structpred.tables.results import select_first_min
+from structpred.tables.seeding import int_seed, rng_for
+from structpred.tables.significance import best_tests
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +57,6 @@ TESTS = {"test": "", "brown": "_brown"}
 def examples(arrays, part: str, settings: dict, seed: int, rank: np.ndarray):
     """The featurised propositions of ``part`` (``train`` subsampled when configured), labels
     replaced by their ``rank`` in the class order."""
-    from structpred.data.srl import proposition_index
-    from structpred.tables.seeding import rng_for
-    from structpred.features.srl import srl_examples
-
     indices = None
     limit = (settings.get("subsample") or {}).get(part)
     if limit is not None:
@@ -65,8 +71,6 @@ def examples(arrays, part: str, settings: dict, seed: int, rank: np.ndarray):
 
 def estimator(method: str, space, lam: float, settings: dict, seed: int):
     """The AGM paper's estimator of ``method`` (:func:`structpred.papers.agm.emotion.method_estimator`)."""
-    from structpred.papers.agm.emotion import method_estimator
-
     if method not in METHODS:
         raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
     return method_estimator(method, space, lam, settings, settings["n_passes"], seed)
@@ -119,12 +123,6 @@ class SemanticRoleLabelling(Experiment):
     # solver state after every pass: a stopped job resumes
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
-        from structpred.data.srl import class_order
-        from structpred.data.store import load
-        from structpred.tables.fit_cache import FitCache
-        from structpred.tables.seeding import int_seed
-        from structpred.outputs import Tree
-
         if method not in METHODS:
             raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
         arrays, _ = load(inputs["view"])
@@ -198,8 +196,6 @@ class SemanticRoleLabelling(Experiment):
         return rows, final_history
 
     def render(self, table, tests, config):
-        from structpred.papers.qs.report import render_grid
-
         return render_grid(table, tests, rows="metric", note=(
             "tree_loss: mean over test propositions (section 23) of each tree's mean node loss (n = propositions; "
             "the paired tests pair methods over propositions); node_loss: every test node pooled (one value); "
@@ -207,13 +203,9 @@ class SemanticRoleLabelling(Experiment):
             "(not in the paper)."))
 
     def figure(self, table, path, config):
-        from structpred.papers.qs.report import metric_bars
-
         metric_bars(table, path, title="CoNLL-2005 SRL (section 23): ordinal loss on the pruned trees")
 
     def tests(self, selected, config):
-        from structpred.tables.significance import best_tests
-
         return best_tests(selected[selected["metric"] == "tree_loss"])
 
 
@@ -259,8 +251,6 @@ class SemanticRoleLabellingOrders(SemanticRoleLabelling):
         return {**super().settings(config, dataset, method), "class_order_seed": orders[dataset]}
 
     def render(self, table, tests, config):
-        from structpred.papers.qs.report import render_grid
-
         return (render_spread(table) + render_grid(table, tests, rows="dataset", metric="tree_loss", note=(
             "Per class order: the mean over test propositions of each tree's mean node loss; bold = best or not "
             "significantly worse (Wilcoxon over propositions).")))
@@ -269,8 +259,6 @@ class SemanticRoleLabellingOrders(SemanticRoleLabelling):
         orders_figure(table[table["metric"] == "tree_loss"], path)
 
     def tests(self, selected, config):
-        from structpred.tables.significance import best_tests
-
         return best_tests(selected[selected["metric"] == "tree_loss"])
 
 
@@ -296,8 +284,6 @@ def orders_figure(loss, path) -> None:
     """Each method's tree loss per class order (points, joined by order) and its mean over orders;
     the legend beside the axes, never over a point."""
     import matplotlib.pyplot as plt
-
-    from structpred.tables.figures import legend_outside, save_figure
 
     methods = list(dict.fromkeys(loss["method"]))
     fig, ax = plt.subplots(figsize=(1.5 * len(methods) + 2.2, 3.4), layout="constrained")

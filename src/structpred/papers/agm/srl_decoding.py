@@ -25,9 +25,15 @@ import time
 
 import numpy as np
 
+from structpred.data.srl import class_order
+from structpred.data.store import load
 from structpred.errors import ConfigError
-from structpred.papers.agm.srl import DATASET, PARTS, TASK, examples, tree_losses
+from structpred.outputs import Tree
+from structpred.papers.agm.srl import DATASET, PARTS, TASK, estimator, examples, tree_losses
 from structpred.papers.registry import Experiment, block_over, register
+from structpred.tables.fit_cache import FitCache
+from structpred.tables.seeding import int_seed
+from structpred.tables.sensitivity import figure_by, render_by, tests_by
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +46,6 @@ SOURCES = ("agm_srl", "agm_srl_full", "agm_srl_orders")
 def order_map(train_seed: int, cost_seed: int) -> np.ndarray:
     """``p[a]``: the rank under the class order of ``cost_seed`` of the class ranked ``a`` under the
     order of ``train_seed`` (the identity when they are equal)."""
-    from structpred.data.srl import class_order
-
     rank_train, _ = class_order(train_seed)
     rank_cost, _ = class_order(cost_seed)
     order_train = np.argsort(rank_train)   # class at each training rank
@@ -51,16 +55,12 @@ def order_map(train_seed: int, cost_seed: int) -> np.ndarray:
 def cost_space(train_seed: int, cost_seed: int, n_labels: int):
     """The tree space, on the fit's labels (ranks of ``train_seed``'s order), whose node loss is
     the ordinal cost of ``cost_seed``'s order (``agm_srl``'s per-tree mean node loss)."""
-    from structpred.outputs import Tree
-
     p = order_map(train_seed, cost_seed).astype(np.float64)
     return Tree(n_labels, np.abs(p[:, None] - p[None, :]), joint_map="tree_hashed")
 
 
 def decode_all(model, space, X, train_seed: int, cost_orders) -> dict[tuple[str, int], list]:
     """``(decoding, cost order) -> predicted trees`` of a fitted CRF on ``X``."""
-    from structpred.outputs import Tree
-
     marginals = model.predict_proba(X)
     argmax = Tree(space.n_labels, "hamming", joint_map="tree_hashed").bayes_decode(marginals)
     mapped = space.decode(model.scores(X))
@@ -117,13 +117,6 @@ class SrlDecoding(Experiment):
                 **{k: spec[k] for k in FIT_KEYS}, "decodings": list(DECODINGS)}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
-        from structpred.data.store import load
-        from structpred.papers.agm.srl import estimator
-        from structpred.tables.fit_cache import FitCache
-        from structpred.tables.seeding import int_seed
-        from structpred.data.srl import class_order
-        from structpred.outputs import Tree
-
         arrays, _ = load(inputs["view"])
         train_seed = int(settings["class_order_seed"])
         rank, order = class_order(train_seed)
@@ -163,8 +156,6 @@ class SrlDecoding(Experiment):
         return rows, history
 
     def render(self, table, tests, config):
-        from structpred.tables.sensitivity import render_by
-
         return render_by(table.assign(method=table["decoding"]), rows=["fit", "cost_order"], metric="tree_loss", note=(
             "Test tree loss (WSJ section 23; mean ± std over its 5267 propositions) of each archived CRF fit, refit "
             "here at its table's lambda and seed: full = agm_srl_full's (all 90,750 propositions, class order 0), "
@@ -174,8 +165,6 @@ class SrlDecoding(Experiment):
             "on order k by bayes is its table's number). The paper's CRF: 0.19 beneath every cell."))
 
     def figure(self, table, path, config):
-        from structpred.tables.sensitivity import figure_by
-
         data = table[table["metric"] == "tree_loss"]
         data = data.assign(method=data["decoding"], panel="CRF",
                            column=data["fit"] + " / order " + data["cost_order"].astype(int).astype(str))
@@ -183,8 +172,6 @@ class SrlDecoding(Experiment):
                   title="AGM Table 2: the CRF per fit and cost order, by decoding")
 
     def tests(self, selected, config):
-        from structpred.tables.sensitivity import tests_by
-
         sel = selected[selected["metric"] == "tree_loss"]   # cost orders read back from CSV as floats
         sel = sel.assign(method=sel["decoding"], cell=sel["fit"] + "/" + sel["cost_order"].astype(int).astype(str))
         return tests_by(sel, "cell")

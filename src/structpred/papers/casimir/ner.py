@@ -23,9 +23,20 @@ import time
 import numpy as np
 import pandas as pd
 
+from structpred.data.store import load
 from structpred.errors import ConfigError
+from structpred.features.hashed import WindowTokens, window_splits
+from structpred.metrics import entity_f1, token_f1
+from structpred.outputs import Chain
+from structpred.papers.casimir import report as casimir_report
 from structpred.papers.casimir.names import METHODS, c_label
 from structpred.papers.registry import Experiment, register
+from structpred.solvers import BCFW, SGD, SVRG, CasimirSVRG
+from structpred.solvers.driver import run
+from structpred.solvers.problem import check_problem
+from structpred.surrogates import Hinge, TopKSmoothedHinge
+from structpred.tables.seeding import rng_for
+from structpred.tables.significance import BEST_COLUMNS, best_tests
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +104,6 @@ def make_rule(method: str, hp: dict, space):
     """The step rule and surrogate of ``method`` with hyper-parameters ``hp``: SGD and BCFW on
     the hinge; SVRG and Casimir-SVRG on the top-K l2-smoothed hinge (``smoothing: nonsmooth``:
     on the hinge itself, Fig. 5b)."""
-    from structpred.solvers import BCFW, SGD, SVRG, CasimirSVRG
-    from structpred.surrogates import Hinge, TopKSmoothedHinge
-
     if method == "SGD":
         return SGD(Hinge(space), eta0=hp["eta0"], t0=hp["t0"])
     if method == "BCFW":
@@ -114,9 +122,6 @@ class HeldOut:
     token and entity F1 of Viterbi decoding on testa and testb."""
 
     def __init__(self, problem, parts: dict, tag_names):
-        from structpred.solvers.problem import check_problem
-        from structpred.surrogates import Hinge
-
         self.hinge = Hinge(problem.space)
         self.problems = {p: check_problem(problem.space, X, y, problem.lam, like=problem.fmap)
                          for p, (X, y) in parts.items()}
@@ -124,8 +129,6 @@ class HeldOut:
         self.labels = [i for i, t in enumerate(self.tag_names) if t != "O"]
 
     def __call__(self, W) -> dict:
-        from structpred.metrics import entity_f1, token_f1
-
         out = {}
         for part, pb in self.problems.items():
             val, pred = pb.evaluate(self.hinge, W)
@@ -138,8 +141,6 @@ class HeldOut:
 def window_parts(arrays, threshold: int, subsample: dict | None = None):
     """``(parts: name -> (X, y), tag names)`` of a tagging view's arrays, each part cut to its
     first ``subsample[name]`` sentences when asked (smoke runs, quick benchmarks)."""
-    from structpred.features.hashed import WindowTokens, window_splits
-
     parts, tags = window_splits(arrays, threshold=threshold)
     for name, m in (subsample or {}).items():
         if name not in parts:
@@ -153,8 +154,6 @@ def window_parts(arrays, threshold: int, subsample: dict | None = None):
 
 def load_parts(view_path, threshold: int, subsample: dict | None):
     """:func:`window_parts` of a prepared NER view file."""
-    from structpred.data.store import load
-
     arrays, _ = load(view_path)
     return window_parts(arrays, threshold, subsample)
 
@@ -163,9 +162,6 @@ def train_curve(problem, evaluate, rule, *, n_passes: int, seed_rng, eval_every:
     """One run of the step rule ``rule`` on ``problem`` from its ``start`` (zero by default): its
     history records, the first at the start; each holds the oracle calls / n, the train
     objective (non-smooth hinge) and ``evaluate(W)``'s measures."""
-    from structpred.solvers.driver import run
-    from structpred.surrogates import Hinge
-
     W0 = np.zeros(problem.fmap.weight_shape) if rule.start is None else rule.start
     first = {"pass": 0, "primal": problem.primal(Hinge(problem.space), W0), "oracle_calls": 0, "seconds": 0.0,
              **evaluate(W0)}
@@ -181,9 +177,6 @@ def train_curve(problem, evaluate, rule, *, n_passes: int, seed_rng, eval_every:
 
 def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_every: int = 1):
     """One NER run (:func:`train_curve` on the chain of ``tags`` with ``lam = c / n``)."""
-    from structpred.outputs import Chain
-    from structpred.solvers.problem import check_problem
-
     X, y = parts["train"]
     space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
     problem = check_problem(space, X, y, c / X.n)
@@ -232,8 +225,6 @@ class NerFigures(CurveFigures):
         by a two-sided Wilcoxon signed-rank test over the seeds (seed k of both runs draws the
         same sample order) on the train objective at the end of the budget; a panel of one seed
         has no test."""
-        from structpred.tables.significance import BEST_COLUMNS, best_tests
-
         final = selected[(selected["metric"] == "train_objective") & (selected["figure"] != "tune")]
         variant = final["variant"].astype(object).where(final["variant"].notna(), "").astype(str)
         frame = final.assign(task=final["figure"], dataset=final["c"].map(c_label),
@@ -243,8 +234,6 @@ class NerFigures(CurveFigures):
         return best_tests(frame) if not frame.empty else pd.DataFrame(columns=BEST_COLUMNS)
 
     def report(self):
-        from structpred.papers.casimir import report as casimir_report
-
         return casimir_report
 
     def block(self, config: dict) -> dict:
@@ -284,8 +273,6 @@ class NerFigures(CurveFigures):
         return job_settings(s, run, run_settings(s, run["figure"], run["c"], run["method"], run["swept"]))
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.tables.seeding import rng_for
-
         parts, tags = load_parts(inputs["view"], settings["word_threshold"], settings["subsample"])
         s = settings
         start = time.perf_counter()

@@ -20,13 +20,14 @@ from __future__ import annotations
 import html
 import itertools
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.papers.casimir.ner import NerFigures, job_settings
 from structpred.papers.casimir.names import c_label
+from structpred.papers.casimir.ner import NerFigures, job_settings
 from structpred.papers.registry import register
 
 TUNE = "tune"
@@ -191,8 +192,6 @@ class TunedNerFigures(NerFigures):
 def copied_run(rows_path, settings: dict, experiment: str, dataset: str):
     """A Fig. 5 job that repeats a Fig. 2 run (:meth:`TunedNerFigures.copy_source`): that job's
     rows and history under this job's names (dataset, figure, variant); its seconds are the copy's."""
-    from pathlib import Path
-
     start = time.perf_counter()
     rows = pd.read_csv(rows_path, keep_default_na=False, na_values=[""])
     history = pd.read_csv(Path(rows_path).with_suffix(".history.csv"), keep_default_na=False, na_values=[""])

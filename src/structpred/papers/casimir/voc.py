@@ -25,9 +25,16 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.papers.casimir.ner import CurveFigures, make_rule, train_curve
+from structpred.outputs import Candidates
+from structpred.papers.casimir import voc_report as casimir_voc_report
 from structpred.papers.casimir.names import METHODS
+from structpred.papers.casimir.ner import CurveFigures, make_rule, train_curve
 from structpred.papers.registry import register
+from structpred.solvers.problem import check_problem
+from structpred.surrogates import Hinge
+from structpred.tables.seeding import rng_for
+from structpred.vision.localization_metrics import box_average_precision, corloc
+from structpred.vision.voc_localization import load_candidate_file
 
 #: the metrics of the table: the values at the end of the budget
 TABLE_METRICS = ("train_objective", "oracle_calls_per_n", "held_objective", "held_corloc", "held_ap",
@@ -41,15 +48,11 @@ class Localisation:
     regulariser) and the box-level AP."""
 
     def __init__(self, problems: dict, ious: dict):
-        from structpred.surrogates import Hinge
-
         self.problems = problems
         self.ious = ious
         self.hinge = Hinge(problems["train"].space)
 
     def __call__(self, W) -> dict:
-        from structpred.vision.localization_metrics import box_average_precision, corloc
-
         out = {}
         for part, pb in self.problems.items():
             scores = pb.fmap.scores(W)
@@ -66,10 +69,6 @@ class Localisation:
 def load_problem(path, c: float):
     """``(training problem, per-epoch evaluation, meta)`` of a class's candidate file: the linear
     score on the conv4 features, ``lam = c / n``."""
-    from structpred.vision.voc_localization import load_candidate_file
-    from structpred.outputs import Candidates
-    from structpred.solvers.problem import check_problem
-
     parts, meta = load_candidate_file(path)
     space = Candidates()
     tr = parts["train"]
@@ -110,8 +109,6 @@ class VocFigure3(CurveFigures):
     count = "n_seeds"
 
     def report(self):
-        from structpred.papers.casimir import voc_report as casimir_voc_report
-
         return casimir_voc_report
 
     def jobs(self, config):
@@ -152,8 +149,6 @@ class VocFigure3(CurveFigures):
         return make_rule(settings["method"], settings["hyper"], problem.space)
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.tables.seeding import rng_for
-
         s = settings
         problem, evaluate = self.load(inputs["candidates"], s)
         start = time.perf_counter()

@@ -19,9 +19,16 @@ its ``method`` ``<method>[_<setting>=<value>]``, its ``split`` the seed.
 from __future__ import annotations
 
 from structpred.errors import ConfigError
+from structpred.outputs import Candidates
 from structpred.papers.casimir.ner import figure_runs, method_name, not_a_run
 from structpred.papers.casimir.voc import Localisation, VocFigure3
 from structpred.papers.registry import register
+from structpred.solvers.problem import Problem
+from structpred.solvers.prox_linear import NonConvexSGD, ProxLinear
+from structpred.surrogates import Hinge
+from structpred.vision.alexnet import resolve_device
+from structpred.vision.score_net import ConvScore, ConvScoreMap, init_params, positions
+from structpred.vision.voc_localization import load_candidate_file
 
 METHODS = ("PL-Casimir-SVRG", "SGD-const", "SGD-sqrt", "SGD-linear")
 SWEEPS = ("smoothing", "eta", "inner_passes", "warm_start", "mu")
@@ -69,12 +76,6 @@ class VocNonConvex(VocFigure3):
 
     def load(self, path, settings):
         """The non-convex score on the class's candidate file (on the configured device)."""
-        from structpred.vision.voc_localization import load_candidate_file
-        from structpred.outputs import Candidates
-        from structpred.solvers.problem import Problem
-        from structpred.vision.alexnet import resolve_device
-        from structpred.vision.score_net import ConvScore, ConvScoreMap, positions
-
         parts, _ = load_candidate_file(path)
         net, space = ConvScore(resolve_device(settings["device"])), Candidates()
 
@@ -89,10 +90,6 @@ class VocNonConvex(VocFigure3):
                                    {p: parts[p]["iou"] for p in parts})
 
     def rule(self, settings, problem, split: int):
-        from structpred.solvers.prox_linear import NonConvexSGD, ProxLinear
-        from structpred.surrogates import Hinge
-        from structpred.vision.score_net import init_params
-
         hp, hinge = settings["hyper"], Hinge(problem.space)
         if settings["method"] == "PL-Casimir-SVRG":
             rule = ProxLinear(hinge, eta=hp["eta"], inner_passes=hp["inner_passes"], mu=hp["mu"],

@@ -15,17 +15,18 @@ import numpy as np
 import pandas as pd
 
 from structpred.data.acquire import status
+from structpred.data.discretize import BINNINGS, bin_target
 from structpred.data.parsers import VIEWS
 from structpred.data.store import load, summary
+from structpred.errors import DataError
+from structpred.papers.datasets.audit_report import audit_figure, render_audit
 from structpred.papers.registry import Experiment, register
+from structpred.tables.significance import COLUMNS
 
 
 def binning_note(arrays: dict) -> str:
     """Per binning scheme, the counts and edges of the view's target cut into its k labels
     (empty for views without a regression target)."""
-    from structpred.data.discretize import BINNINGS, bin_target
-    from structpred.errors import DataError
-
     if "target" not in arrays:
         return ""
     k = int(arrays["y"].max()) + 1
@@ -82,16 +83,10 @@ class DatasetsAudit(Experiment):
         return audit_rows(dataset, inputs["view"], raw_dir=Path(inputs["stamp"]).parent.parent), None
 
     def render(self, table, tests, config):
-        from structpred.papers.datasets.audit_report import render_audit
-
         return render_audit(table, tests)
 
     def figure(self, table, path, config):
-        from structpred.papers.datasets.audit_report import audit_figure
-
         audit_figure(table, path)
 
     def tests(self, selected, config):
-        from structpred.tables.significance import COLUMNS
-
         return pd.DataFrame(columns=COLUMNS)

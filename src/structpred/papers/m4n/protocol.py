@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from structpred.data.store import load
 from structpred.errors import ConfigError
+from structpred.outputs import Multiclass
 from structpred.papers.m4n.tables import SPACE_OF_LOSS, run_job
 from structpred.papers.registry import Experiment, get, register
+from structpred.tables.sensitivity import figure_by, render_by, tests_by
+from structpred.tables.splits import build_split_features
 
 #: what a variant may change of ``m4n_table1``'s protocol
 VARIANT_KEYS = ("binning", "loss_scale", "split_fractions")
@@ -112,10 +116,6 @@ class OrdinalProtocol(Experiment):
         return (f"{SPACE_OF_LOSS[s['loss']]}.{s['method']}", "features.nystrom")
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.data.store import load
-        from structpred.tables.splits import build_split_features
-        from structpred.outputs import Multiclass
-
         view, variant = parse_dataset(dataset)
         arrays, meta = load(inputs["view"])
         k = int(meta["parsed"][2])
@@ -132,8 +132,6 @@ class OrdinalProtocol(Experiment):
         return [{**r, "variant": variant} for r in scaled_rows(rows, factor)], history
 
     def render(self, table, tests, config):
-        from structpred.tables.sensitivity import render_by
-
         return render_by(table, rows=["dataset", "variant"], metric="test_loss", note=(
             "Test loss |i - j| (mean ± std over the splits; lambda on validation), the paper's Table 1 cell "
             "beneath every variant. table1 = m4n_table1's protocol rerun here (k-means bins for the 10-bin sets, "
@@ -141,12 +139,8 @@ class OrdinalProtocol(Experiment):
             "target, the training loss divided by k - 1 (reported in |i - j| units), or the split sizes."))
 
     def figure(self, table, path, config):
-        from structpred.tables.sensitivity import figure_by
-
         figure_by(table, path, panel="dataset", column="variant", metric="test_loss", ylabel="test loss |i - j|",
                   title="M4N Table 1 ordinal rows per protocol variant")
 
     def tests(self, selected, config):
-        from structpred.tables.sensitivity import tests_by
-
         return tests_by(selected[selected["metric"] == "test_loss"], "variant")

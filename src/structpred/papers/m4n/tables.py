@@ -17,13 +17,20 @@ import time
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 
 from structpred.errors import ConfigError
 from structpred.estimators.methods import make_estimator
+from structpred.outputs import make_space
+from structpred.papers.m4n.report import (losses_figure, m4n_pairs, render_converged, render_losses,
+                                          render_warm_start, warm_cold_pairs, warm_start_figure)
 from structpred.papers.registry import Experiment, register
 from structpred.solvers.driver import relative_gap
+from structpred.tables.fit_cache import FitCache
 from structpred.tables.results import select_first_min
-from structpred.outputs import make_space
+from structpred.tables.seeding import int_seed
+from structpred.tables.significance import paired_tests
+from structpred.tables.splits import load_split, split_part
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +95,6 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
     ``cache``: a :class:`~structpred.tables.fit_cache.FitCache` that keeps each finished
     fit and gives it back when the job runs again (a stopped job resumes).
     """
-    from joblib import Parallel, delayed
-
-    from structpred.tables.splits import split_part
-
     parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
     settings = {"method": method, "loss": loss, "n_labels": n_labels, "n_passes": n_passes,
                 "oracle_iterations": oracle_iterations, "warm_start": warm_start,
@@ -161,8 +164,6 @@ def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, datase
     """Run one (experiment, dataset, method, split) job with its experiment's settings
     (``n_jobs`` lambdas in parallel, finished fits kept in and read from ``cache``); returns
     (tidy rows, history of the chosen lambda)."""
-    from structpred.tables.seeding import int_seed
-
     records, history = fit_lambda_grid(
         split, method=settings["method"], loss=settings["loss"], n_labels=int(meta["n_labels"]),
         lambdas=settings["lambdas"], n_passes=settings["n_passes"],
@@ -202,9 +203,6 @@ class _M4NTable(Experiment):
         return (f"{SPACE_OF_LOSS[s['loss']]}.{s['method']}", "features.nystrom")
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
-        from structpred.tables.fit_cache import FitCache
-        from structpred.tables.splits import load_split
-
         arrays, meta = load_split(inputs["features"])
         cache = None
         if checkpoint is not None:
@@ -244,19 +242,12 @@ class Table1(_M4NTable):
         return task_of(self.block(config), dataset)[1].get("threads", 1)
 
     def render(self, table, tests, config):
-        from structpred.papers.m4n.report import render_losses
-
         return render_losses(table, tests, self.percent_tasks)
 
     def figure(self, table, path, config):
-        from structpred.papers.m4n.report import losses_figure
-
         losses_figure(table, path)
 
     def tests(self, selected, config):
-        from structpred.papers.m4n.report import m4n_pairs
-        from structpred.tables.significance import paired_tests
-
         return paired_tests(selected, m4n_pairs)
 
 
@@ -290,19 +281,12 @@ class Table2(_M4NTable):
                 "eval_every": s["eval_every"]}
 
     def render(self, table, tests, config):
-        from structpred.papers.m4n.report import render_warm_start
-
         return render_warm_start(table, tests, self.configurations(config))
 
     def figure(self, table, path, config):
-        from structpred.papers.m4n.report import warm_start_figure
-
         warm_start_figure(table, path, self.configurations(config))
 
     def tests(self, selected, config):
-        from structpred.papers.m4n.report import warm_cold_pairs
-        from structpred.tables.significance import paired_tests
-
         # the paper's claim is on both columns: warm start lowers the test loss and the oracle error
         pairs = warm_cold_pairs(self.configurations(config))
         return pd.concat([paired_tests(selected, pairs, metric) for metric in ("test_loss", "oracle_gap")],
@@ -339,8 +323,6 @@ class CodeTable1(Table1):
         return out
 
     def render(self, table, tests, config):
-        from structpred.papers.m4n.report import render_losses
-
         optimistic = table[table["metric"] == "test_loss_optimistic"].assign(metric="test_loss")
         return ("<p>Lambda selected on each split's validation set (ours):</p>"
                 + render_losses(table, tests, self.percent_tasks)
@@ -414,6 +396,4 @@ class ConvergedTable1(Table1):
         return out
 
     def page(self, table, tests, others, config):
-        from structpred.papers.m4n.report import render_converged
-
         return render_converged(table, tests, *others.get(self.beside, (None, None)), self.percent_tasks)

@@ -35,9 +35,18 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import KFold
 
+from structpred.data.store import load
 from structpred.errors import ConfigError, DataError
+from structpred.features.kernels import kernel_matrix
+from structpred.outputs import PairwiseRanking
+from structpred.outputs.ranking import order_to_positions
+from structpred.papers.qs.pairwise_rankers import Preferences, fit_path
+from structpred.papers.qs.report import metric_bars, render_grid
 from structpred.papers.registry import Experiment, register
+from structpred.solvers.kernel_ridge import RidgeWeights, ridge_cv
 from structpred.tables.results import select_first_min
+from structpred.tables.seeding import int_seed, rng_for
+from structpred.tables.significance import best_tests
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +126,6 @@ class Trial:
 
 def make_trial(arrays: dict, settings: dict, seed: int, trial: int) -> Trial:
     """The users, halves and features of trial ``trial`` (the same for every method)."""
-    from structpred.tables.seeding import rng_for
-
     missing = [k for k in VIEW_ARRAYS if k not in arrays]
     if missing:
         raise DataError(f"qs_movielens needs the movielens view; missing arrays {missing}")
@@ -133,8 +140,6 @@ def make_trial(arrays: dict, settings: dict, seed: int, trial: int) -> Trial:
 def rank_losses(R: np.ndarray, rank) -> np.ndarray:
     """Rank loss (QS eq. 22, normalised) of each row of ``R`` (a user's target ratings, 0 =
     not a target): ``rank(q, items)`` gives the positions of row ``q``'s target movies."""
-    from structpred.outputs import PairwiseRanking
-
     out = np.empty(len(R))
     for q, r in enumerate(R):
         items = np.flatnonzero(r)
@@ -144,15 +149,11 @@ def rank_losses(R: np.ndarray, rank) -> np.ndarray:
 
 def qs_ranker(alpha: np.ndarray, R_train: np.ndarray):
     """QS ranking of query ``q``'s movies: ``argmin_y sum_i alpha[q, i] L(R_i, y)`` (QS eq. 2)."""
-    from structpred.outputs import PairwiseRanking
-
     return lambda q, items: PairwiseRanking(len(items)).weighted_decode(alpha[q], R_train[:, items])
 
 
 def score_ranker(S: np.ndarray):
     """Ranking of query ``q``'s movies by decreasing score ``S[q]`` (ties: movie order)."""
-    from structpred.outputs.ranking import order_to_positions
-
     return lambda q, items: order_to_positions(np.argsort(-S[q, items], kind="stable"))
 
 
@@ -167,8 +168,6 @@ def popularity_scores(R_train: np.ndarray) -> np.ndarray:
 
 def baseline_losses(method: str, X_tr, R_tr, X_q, R_q, lams, settings: dict, rng) -> list[np.ndarray]:
     """Rank losses of the query users under a baseline fitted on the training users, per ``lam``."""
-    from structpred.papers.qs.pairwise_rankers import Preferences, fit_path
-
     Ws = fit_path(method, Preferences.from_ratings(X_tr, R_tr), lams, settings, rng)
     return [rank_losses(R_q, score_ranker(X_q @ W.T)) for W in Ws]
 
@@ -187,9 +186,6 @@ def cross_validate(method: str, X: np.ndarray, R: np.ndarray, settings: dict,
     baselines keep the configured ``intercept``); ties to the first of the grid (``c`` slowest).
     QS shares one eigendecomposition per fold and ``c`` across the lambdas
     (:func:`structpred.solvers.kernel_ridge.ridge_cv`)."""
-    from structpred.tables.seeding import int_seed, rng_for
-    from structpred.solvers.kernel_ridge import ridge_cv
-
     lams = [float(v) for v in settings["lambdas"]]
     folds = list(KFold(settings["cv_folds"], shuffle=True, random_state=int_seed(seed, "cv")).split(X))
     intercepts = [float(c) for c in settings.get("intercepts", [X[0, -1]])]
@@ -216,11 +212,6 @@ def held_out_ranker(method: str, data: Trial, c: float, lam: float, settings: di
     """``rank(q, items)``: the positions ``method`` fitted on all training users with ``lam`` (and,
     for QS, the kernel constant ``c``) gives the movies ``items`` of test user ``q`` (an index into
     ``data.test``)."""
-    from structpred.papers.qs.pairwise_rankers import Preferences, fit_path
-    from structpred.tables.seeding import rng_for
-    from structpred.features.kernels import kernel_matrix
-    from structpred.solvers.kernel_ridge import RidgeWeights
-
     X_tr, R_tr = data.X[data.train], data.target[data.train]
     X_te = data.X[data.test]
     if method == "QS":
@@ -265,9 +256,6 @@ class MovieLensRanking(Experiment):
         return {**{k: s[k] for k in self.KEYS + self.METHOD_KEYS[method]}, "lambdas": s["lambdas"].get(method, [])}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.data.store import load
-        from structpred.tables.seeding import int_seed
-
         if method not in METHODS:
             raise ConfigError(f"unknown qs_movielens method {method!r}; known: {', '.join(METHODS)}")
         arrays, _ = load(inputs["view"])
@@ -301,19 +289,13 @@ class MovieLensRanking(Experiment):
         return {"intercept": list(config[self.name]["qs_intercepts"])} if method == "QS" else {}
 
     def render(self, table, tests, config):
-        from structpred.papers.qs.report import render_grid
-
         return render_grid(table, tests, rows="metric", metric="rank_loss",
                            note="The paper's numbers are unverified: our copy of the paper lost Table 1's digits; "
                                 "they are taken from REFERENCE.md.")
 
     def figure(self, table, path, config):
-        from structpred.papers.qs.report import metric_bars
-
         metric_bars(table[table["metric"] == "rank_loss"], path,
                     title="MovieLens 100K: mean ± std over trials (paper: unverified)")
 
     def tests(self, selected, config):
-        from structpred.tables.significance import best_tests
-
         return best_tests(selected)

@@ -30,9 +30,14 @@ import time
 import numpy as np
 import pandas as pd
 
+from structpred.data.store import load
 from structpred.errors import ConfigError, StructpredError
+from structpred.outputs import PairwiseRanking
 from structpred.papers.qs.movielens import DATASET, METHODS, TASK, held_out_ranker, make_trial
+from structpred.papers.qs.robust_metrics import _tolerance, nearness
 from structpred.papers.registry import Experiment, get, register
+from structpred.tables.seeding import int_seed
+from structpred.tables.sensitivity import figure_by, render_by, tests_by
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +50,6 @@ def pair_terms(r: np.ndarray, positions: np.ndarray) -> tuple[float, float, floa
     """``(L, max L, ordered pairs, all pairs)`` of one user's ratings ``r`` (> 0) and the positions
     of the same movies in the predicted ranking (0 = top): ``L`` sums ``r_j - r_k`` over the pairs
     with ``r_j > r_k`` that the ranking puts the other way round (QS eq. 22, unnormalised)."""
-    from structpred.outputs import PairwiseRanking
-
     m = len(r)
     space = PairwiseRanking(m, normalize=False)
     loss = float(space.loss(r, positions))
@@ -106,9 +109,6 @@ class MovieLensNormalisation(Experiment):
                 "scopes": list(SCOPES)}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.data.store import load
-        from structpred.tables.seeding import int_seed
-
         if method not in METHODS:
             raise ConfigError(f"unknown {self.name} method {method!r}; known: {', '.join(METHODS)}")
         c, lam, before = archived_choice(pd.read_csv(inputs["runs"][0]))
@@ -139,9 +139,6 @@ class MovieLensNormalisation(Experiment):
         return rows, None
 
     def render(self, table, tests, config):
-        from structpred.papers.qs.robust_metrics import _tolerance, nearness
-        from structpred.tables.sensitivity import render_by
-
         data = table[table["metric"] == "rank_loss"].assign(candidate=lambda t: t["scope"] + " / " + t["normalisation"])
         near = nearness(data, "candidate", _tolerance(config))
         lines = "; ".join(f"{r.candidate}: {r.within_tolerance} of {r.cells} within the ledger's tolerance, "
@@ -154,14 +151,10 @@ class MovieLensNormalisation(Experiment):
             "max is qs_movielens's own. Popularity is not in the paper. " + lines))
 
     def figure(self, table, path, config):
-        from structpred.tables.sensitivity import figure_by
-
         data = table.assign(candidate=table["scope"] + " / " + table["normalisation"], panel="movielens")
         figure_by(data, path, panel="panel", column="candidate", metric="rank_loss", ylabel="rank loss",
                   title="MovieLens rank loss under each normalisation")
 
     def tests(self, selected, config):
-        from structpred.tables.sensitivity import tests_by
-
         sel = selected[selected["metric"] == "rank_loss"]
         return tests_by(sel.assign(candidate=sel["scope"] + " / " + sel["normalisation"]), "candidate")

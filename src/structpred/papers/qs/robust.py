@@ -31,8 +31,14 @@ import numpy as np
 from sklearn.model_selection import KFold
 
 from structpred.errors import ConfigError
+from structpred.features.kernels import kernel_matrix
+from structpred.outputs.real_line import Cauchy
+from structpred.papers.qs.report import render_grid, robust_figure
 from structpred.papers.registry import Experiment, register
+from structpred.solvers.kernel_ridge import RidgeWeights, ridge_cv
 from structpred.tables.results import select_first_min
+from structpred.tables.seeding import int_seed, rng_for
+from structpred.tables.significance import best_tests
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +68,6 @@ def nadaraya_watson(K_x: np.ndarray) -> np.ndarray:
 
 def _fit_predict(method: str, X, y, Xq, sigma: float, lam: float, c: float) -> np.ndarray:
     """Predictions at ``Xq`` of one method at one grid point."""
-    from structpred.features.kernels import kernel_matrix
-    from structpred.outputs.real_line import Cauchy
-    from structpred.solvers.kernel_ridge import RidgeWeights
-
     Kx = kernel_matrix("gaussian", X, Xq, sigma)
     if method == "RNW":
         return Cauchy(c).weighted_decode(nadaraya_watson(Kx), y)
@@ -84,10 +86,6 @@ def grid(method: str, settings: dict) -> list[tuple[float, float, float]]:
 def cross_validate(method: str, X, y, settings: dict, seed: int) -> tuple[tuple, list[float]]:
     """``(chosen grid point, mean CV error per grid point)``: K-fold CV of the mean absolute
     error on held-out noisy targets; ties to the first grid point."""
-    from structpred.features.kernels import kernel_matrix
-    from structpred.outputs.real_line import Cauchy
-    from structpred.solvers.kernel_ridge import ridge_cv
-
     points = grid(method, settings)
     folds = list(KFold(settings["cv_folds"], shuffle=True, random_state=seed).split(X))
     errors = {p: [] for p in points}
@@ -144,8 +142,6 @@ class RobustRegression(Experiment):
         return {k: grid[k] for k in PARAMETERS[method]}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.tables.seeding import int_seed, rng_for
-
         if method not in METHODS:
             raise ConfigError(f"unknown {self.name} method {method!r}; known: {', '.join(METHODS)}")
         n = int(dataset.removeprefix("n"))
@@ -172,18 +168,12 @@ class RobustRegression(Experiment):
         return rows, None
 
     def render(self, table, tests, config):
-        from structpred.papers.qs.report import render_grid
-
         return render_grid(table, tests, rows="dataset", metric="test_error")
 
     def figure(self, table, path, config):
-        from structpred.papers.qs.report import robust_figure
-
         robust_figure(table, path)
 
     def tests(self, selected, config):
-        from structpred.tables.significance import best_tests
-
         return best_tests(selected)
 
 

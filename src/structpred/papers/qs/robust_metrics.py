@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from structpred.errors import ConfigError, StructpredError
 from structpred.papers.qs.robust import METHODS, TASK, _fit_predict, draw
-from structpred.papers.registry import Experiment, register
+from structpred.papers.registry import Experiment, get, register
+from structpred.tables.seeding import rng_for
+from structpred.tables.sensitivity import figure_by, render_by, tests_by
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +90,6 @@ class RobustRegressionMetrics(Experiment):
     reference_key = ("task", "dataset", "method", "metric")
 
     def jobs(self, config):
-        from structpred.papers.registry import get
-
         return get(self.runs_of).jobs(config)
 
     def view(self, config, dataset):
@@ -100,13 +102,9 @@ class RobustRegressionMetrics(Experiment):
         return ("qs.cauchy",)
 
     def settings(self, config, dataset, method):
-        from structpred.papers.registry import get
-
         return {**get(self.runs_of).settings(config, dataset, method), "definitions": list(DEFINITIONS)}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from structpred.tables.seeding import rng_for
-
         if method not in METHODS:
             raise ConfigError(f"unknown {self.name} method {method!r}; known: {', '.join(METHODS)}")
         archived = pd.concat([pd.read_csv(p) for p in inputs["runs"]], ignore_index=True)
@@ -139,8 +137,6 @@ class RobustRegressionMetrics(Experiment):
         return rows, None
 
     def render(self, table, tests, config):
-        from structpred.tables.sensitivity import render_by
-
         near = nearness(table, "definition", _tolerance(config))
         lines = "; ".join(f"{r.definition}: {r.within_tolerance} of {r.cells} cells within the ledger's tolerance, "
                           f"median ours/paper {r.median_ratio:.2f}" for r in near.itertuples())
@@ -151,22 +147,15 @@ class RobustRegressionMetrics(Experiment):
             "mse_f is qs_robust's own. " + lines))
 
     def figure(self, table, path, config):
-        from structpred.tables.sensitivity import figure_by
-
         figure_by(table, path, panel="definition", column="dataset", metric="test_error", ylabel="test error",
                   title="QS robust regression: the test error under each definition, per n", log=True)
 
     def tests(self, selected, config):
-        from structpred.tables.sensitivity import tests_by
-
         return tests_by(selected[selected["metric"] == "test_error"], "definition")
 
 
 def _tolerance(config: dict) -> dict | None:
     """The claims ledger's cell tolerance (``config/claims.yaml``), if the config names it."""
-    import yaml
-    from pathlib import Path
-
     path = (config.get("report") or {}).get("claims")
     if not path or not Path(path).is_file():
         return None

@@ -29,10 +29,20 @@ import time
 
 import numpy as np
 import pandas as pd
+from sklearn.model_selection import KFold
+from sklearn.svm import SVC
 
+from structpred.data.store import load
 from structpred.errors import ConfigError
+from structpred.estimators import QS
+from structpred.features.kernels import median_distance
+from structpred.outputs.histogram import GaussianHistogram, Hellinger
+from structpred.papers.qs.report import digit_grid, metric_bars, render_grid
 from structpred.papers.registry import Experiment, register
+from structpred.solvers.kernel_ridge import ridge_cv
 from structpred.tables.results import select_first_min
+from structpred.tables.seeding import int_seed, rng_for
+from structpred.tables.significance import best_tests
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +82,6 @@ def draw_run(y: np.ndarray, n_train: int, n_test: int, rng: np.random.Generator)
 
 
 def space_of(method: str, settings: dict):
-    from structpred.outputs.histogram import GaussianHistogram, Hellinger
-
     if method == "KDE":
         return GaussianHistogram(HALF, settings["output_sigma"])
     if method == "QS":
@@ -83,11 +91,6 @@ def space_of(method: str, settings: dict):
 
 def select(space, X, Y, settings: dict, seed: int) -> tuple[float, float]:
     """``(sigma, lam)`` of the lowest mean CV loss (the space's own loss; ties: the first)."""
-    from sklearn.model_selection import KFold
-
-    from structpred.features.kernels import median_distance
-    from structpred.solvers.kernel_ridge import ridge_cv
-
     scale = median_distance(X)
     sigmas = [f * scale for f in settings["sigma_factors"]]
     folds = list(KFold(settings["cv_folds"], shuffle=True, random_state=seed).split(X))
@@ -130,13 +133,6 @@ class DigitReconstruction(Experiment):
         return {"lam": self.block(config)["lambdas"]}
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        from sklearn.svm import SVC
-
-        from structpred.data.store import load
-        from structpred.tables.seeding import int_seed, rng_for
-        from structpred.outputs.histogram import GaussianHistogram, Hellinger
-        from structpred.estimators import QS
-
         arrays, _ = load(inputs["view"])
         upper, lower = halves(arrays["X"])
         train, test, clf_idx = draw_run(arrays["y"], settings["n_train"], settings["n_test"],
@@ -172,20 +168,14 @@ class DigitReconstruction(Experiment):
         return rows, shown
 
     def render(self, table, tests, config):
-        from structpred.papers.qs.report import render_grid
-
         return render_grid(table, tests, rows="metric",
                            note="The paper's numbers are unverified: our copy of the paper lost Table 2's digits; "
                                 "they come from ../shared/REFERENCE.md.")
 
     def figure(self, table, path, config):
-        from structpred.papers.qs.report import metric_bars
-
         metric_bars(table, path, title="USPS reconstruction: mean ± std over runs")
 
     def tests(self, selected, config):
-        from structpred.tables.significance import best_tests
-
         return best_tests(selected)
 
     def curve_panels(self, config):
@@ -198,8 +188,6 @@ class DigitReconstruction(Experiment):
                          ignore_index=True)
 
     def curve_figure(self, panel, curves, path):
-        from structpred.papers.qs.report import digit_grid
-
         digit_grid(curves, path)
 
 

@@ -191,7 +191,7 @@ class CurveFigures(Experiment):
     ``curve_figure``; there are no paired tests (NER's figures have them: :class:`NerFigures`)."""
 
     def report(self):
-        """The module of the report hooks (imported when the report needs it: jobs do not)."""
+        """The module of the report hooks (its page, table and figures)."""
         raise NotImplementedError
 
     def render(self, table, tests, config):

@@ -2,7 +2,7 @@
 #   snakemake --cores N                                  (paper settings, config/config.yaml)
 #   snakemake --cores 2 --configfile config/smoke.yaml   (minutes-long CI run)
 # The rules call the installed library (pip install -e .); each experiment's jobs, settings
-# and report hooks come from structpred.experiments.registry.
+# and report hooks come from structpred.papers.registry.
 from snakemake.utils import min_version
 
 from structpred.workflow import validate_config

@@ -69,7 +69,7 @@ double top_k_ragged(long n, const long *offs, int R, int K, const double *U, con
 
 
 def load_parts(cache: str, quick: bool):
-    from structpred.experiments.casimir import window_parts
+    from structpred.papers.casimir.ner import window_parts
 
     arrays = parse_view("conll2003", fetch("conll2003", Path(cache) / "conll2003"))
     return window_parts(arrays, threshold=2, subsample={"train": 2000} if quick else None)

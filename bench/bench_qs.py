@@ -218,7 +218,7 @@ def usps_histograms(cache: str):
     """USPS upper halves (inputs) and lower-half histograms (outputs), as ``qs_usps`` builds them."""
     from structpred.data.acquire import fetch
     from structpred.data.parsers import parse_view
-    from structpred.experiments.qs_usps import halves
+    from structpred.papers.qs.usps import halves
 
     arrays = parse_view("usps", fetch("usps", Path(cache) / "usps"))
     return halves(arrays["X"])

@@ -9,8 +9,8 @@ import yaml
 
 from structpred.data.srl import SRL_CLASSES, class_order, ordinal_loss
 from structpred.errors import ConfigError
-from structpred.experiments import agm_srl
-from structpred.experiments.registry import get
+from structpred.papers.agm import srl as agm_srl
+from structpred.papers.registry import get
 from structpred.outputs import Tree, TreeArray
 
 CONFIG = yaml.safe_load(open("config/config.yaml"))

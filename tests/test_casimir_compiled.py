@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from structpred.errors import StructpredError
-from structpred.experiments import casimir
+from structpred.papers.casimir import ner as casimir
 from structpred.features.hashed import WindowTokens
 from structpred.outputs import Chain
 from structpred.outputs._chain_oracles import HashedChainOracles

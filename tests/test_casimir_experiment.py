@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from structpred.errors import ConfigError
-from structpred.experiments import casimir
-from structpred.experiments.casimir_names import NER_MEASURES
-from structpred.experiments.registry import get
+from structpred.papers.casimir import ner as casimir
+from structpred.papers.casimir.names import NER_MEASURES
+from structpred.papers.registry import get
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,7 @@ def test_job_rows_and_history_carry_the_key(monkeypatch):
 
 
 def test_curve_table_means_and_sample_std_over_seeds():
-    from structpred.experiments.casimir_report import curve_table
+    from structpred.papers.casimir.report import curve_table
 
     recs = []
     for seed, shift in ((0, 0.0), (1, 2.0)):
@@ -200,7 +200,7 @@ def test_curve_table_means_and_sample_std_over_seeds():
 
 
 def test_curve_figures_and_table_render(tmp_path):
-    from structpred.experiments.casimir_report import (
+    from structpred.papers.casimir.report import (
         curve_figure,
         curve_table,
         render_table,

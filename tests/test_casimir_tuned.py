@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from structpred.errors import ConfigError
-from structpred.experiments import casimir
-from structpred.experiments.casimir_tuned import choose, grid_points, point_label
-from structpred.experiments.registry import get
-from structpred.experiments.results import make_rows, write_csv
+from structpred.papers.casimir import ner as casimir
+from structpred.papers.casimir.tuned import choose, grid_points, point_label
+from structpred.papers.registry import get
+from structpred.tables.results import make_rows, write_csv
 from tests.test_casimir_experiment import _toy_parts
 
 

@@ -326,7 +326,7 @@ def test_agm_game_value_equals_lp_within_spmp_gap():
     """AGM's adversarial game on an emotion-like chain (3 ordinal labels, the six losses of
     AGM Table 1) is the max-min oracle: the surrogate's lower / upper values bracket the
     exact game value (LP over the local polytope) minus <v, phi(y)>, within the SP-MP gap."""
-    from structpred.experiments.agm import LOSSES, loss_space
+    from structpred.papers.agm.emotion import LOSSES, loss_space
     from structpred.surrogates import MaxMinMargin
 
     rng = np.random.default_rng(11)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from structpred.experiments.results import csv_text, make_rows, write_csv
+from structpred.tables.results import csv_text, make_rows, write_csv
 from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, headlines, ledger, load_claims, summary
 from structpred.report.selection import edge_notes, selection_table
 

@@ -14,8 +14,8 @@ import yaml
 from structpred import cli, run_cli
 from structpred.data.preflight import source_origins
 from structpred.data.registry import get_source
-from structpred.experiments.registry import get
-from structpred.experiments.results import make_rows, write_csv
+from structpred.papers.registry import get
+from structpred.tables.results import make_rows, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from structpred.errors import StructpredError
-from structpred.experiments.m4n import table_estimator
-from structpred.experiments.registry import get
+from structpred.papers.m4n.tables import table_estimator
+from structpred.papers.registry import get
 from structpred.outputs import Chain, make_space
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from structpred.experiments.m4n import fit_one_lambda
-from structpred.experiments.m4n_report import render_converged
-from structpred.experiments.registry import get
+from structpred.papers.m4n.tables import fit_one_lambda
+from structpred.papers.m4n.report import render_converged
+from structpred.papers.registry import get
 
 CONFIG = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
 
@@ -85,7 +85,7 @@ def test_report_page_sets_the_budget_beside_the_converged_losses():
 
 
 def test_convergence_note_under_a_cell():
-    from structpred.report.cells import convergence_note
+    from structpred.tables.cells import convergence_note
 
     assert convergence_note(2.5e-6, 1.0) == "<br><span class=paper>gap/primal 2.5e-06, 1 pass</span>"   # the dual QP
     assert convergence_note(9.4e-4, 711.0).endswith("gap/primal 9.4e-04, 711 passes</span>")

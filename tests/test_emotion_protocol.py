@@ -9,7 +9,7 @@ import pytest
 
 from structpred.errors import ConfigError, StructpredError
 from structpred.estimators import AGM, CRF, M3N
-from structpred.experiments import agm
+from structpred.papers.agm import emotion as agm
 from structpred.features.joint import SequenceJoint, joint_map
 from structpred.features.sequences import Sequences, difference_edges
 from structpred.outputs import Chain
@@ -183,7 +183,7 @@ def test_the_unnormalised_sensitivity_table_trains_on_sum_w_l_with_agm_emotion_s
     import yaml
     from pathlib import Path
 
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     base, sens = get("agm_emotion"), get("agm_emotion_unnormalised")
@@ -206,7 +206,7 @@ def test_the_converged_table_runs_every_fit_to_a_certified_gap_or_its_cap():
     from pathlib import Path
 
     from structpred.estimators import M3N, M4N
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     base, conv = get("agm_emotion"), get("agm_emotion_converged")

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from structpred.errors import ConfigError
-from structpred.experiments.registry import get
-from structpred.experiments.seeding import int_seed, rng_for
-from structpred.experiments.splits import random_split, subsample_indices
+from structpred.papers.registry import get
+from structpred.tables.seeding import int_seed, rng_for
+from structpred.tables.splits import random_split, subsample_indices
 from structpred.io import atomic_open, write_text
 
 
@@ -52,7 +52,7 @@ def test_subsample():
 def test_table2_methods_are_config_data_and_the_report_reads_them_there():
     """A Table 2 method's (K, warm start) comes from the config's configurations, never from its
     label: a relabelled configuration renders under its settings, an unknown label is an error."""
-    from structpred.experiments.m4n_report import _with_k_and_start
+    from structpred.papers.m4n.report import _with_k_and_start
 
     spec = get("m4n_table2")
     config = {"m4n_table2": {"oracle_iterations": [10, 30], "warm_start": [True, False]}}
@@ -103,7 +103,7 @@ def test_job_settings_depend_only_on_the_job():
 def test_lambda_grid_in_parallel_gives_the_same_results():
     """``n_jobs`` only changes where the lambdas are fitted: records (but the timings), the
     selected lambda and the chosen history are the same as sequentially."""
-    from structpred.experiments.m4n import fit_lambda_grid
+    from structpred.papers.m4n.tables import fit_lambda_grid
 
     rng = np.random.default_rng(3)
     split = {}
@@ -128,7 +128,7 @@ def test_registry_declares_every_configured_experiment():
     nothing else to run it."""
     import yaml
 
-    from structpred.experiments.registry import EXPERIMENTS, INPUT_KINDS, get
+    from structpred.papers.registry import EXPERIMENTS, INPUT_KINDS, get
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     for name in config["experiments"]:
@@ -149,7 +149,7 @@ def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_tab
     import yaml
 
     from structpred.data.discretize import bin_target
-    from structpred.experiments.splits import build_split_features
+    from structpred.tables.splits import build_split_features
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     t1, sens = get("m4n_table1"), get("m4n_binning")
@@ -179,7 +179,7 @@ def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_tab
 
 def test_audit_lists_every_binning_of_an_ordinal_view():
     from structpred.data.discretize import bin_target
-    from structpred.experiments.datasets_audit import binning_note
+    from structpred.papers.datasets.audit import binning_note
 
     target = np.arange(1.0, 21.0)
     note = binning_note({"y": bin_target(target, 4, "equal_frequency")[0], "target": target})

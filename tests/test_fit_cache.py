@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from structpred.experiments.fit_cache import FitCache
-from structpred.experiments.registry import get
-from structpred.experiments.results import make_rows, write_csv
-from structpred.experiments.splits import save_split
+from structpred.tables.fit_cache import FitCache
+from structpred.papers.registry import get
+from structpred.tables.results import make_rows, write_csv
+from structpred.tables.splits import save_split
 
 SETTINGS = {"task": "mc", "method": "M4N", "loss": "zero_one", "lambdas": [0.5, 0.125, 0.03125], "n_passes": 4,
             "oracle_iterations": 5, "warm_start": True, "eval_every": 2}
@@ -42,7 +42,7 @@ def job_bytes(out, rows, history):
 
 
 def test_a_stopped_job_resumes_from_its_finished_fits(split_file, tmp_path, monkeypatch):
-    import structpred.experiments.m4n as m4n
+    import structpred.papers.m4n.tables as m4n
 
     exp, kw = get("m4n_table1"), dict(seed=0, dataset="toy", method="M4N", split=0)
     assert exp.resumable

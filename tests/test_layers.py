@@ -1,5 +1,7 @@
-"""The project's structure: no import cycles, the experiment list and the rule environment each
-written once and checked against their source of truth, atomic writes with the usual file mode."""
+"""The project's structure: imports point down the layers of :mod:`structpred._layers` and form
+no cycle, no import sits inside a function (but those of heavy optional dependencies), the
+experiment list and the rule environment each written once and checked against their source of
+truth, atomic writes with the usual file mode."""
 
 from __future__ import annotations
 
@@ -11,36 +13,100 @@ from pathlib import Path
 
 import yaml
 
+from structpred._layers import LAYERS
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 
 
-def _modules() -> dict[str, Path]:
+def _modules(src: Path = SRC, package: str = "structpred") -> dict[str, Path]:
     out = {}
-    for path in (SRC / "structpred").rglob("*.py"):
-        parts = path.relative_to(SRC).with_suffix("").parts
+    for path in (src / package).rglob("*.py"):
+        parts = path.relative_to(src).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the structpred modules it imports anywhere in its text (function bodies too)."""
-    mods = _modules()
+def import_graph(src: Path = SRC, package: str = "structpred") -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports anywhere in its text (function bodies too)."""
+    mods = _modules(src, package)
     graph = {m: set() for m in mods}
     for name, path in mods.items():
-        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        package_parts = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 graph[name] |= {a.name for a in node.names if a.name in mods}
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(package_parts[:len(package_parts) - node.level + 1] + ([base] if base else []))
                 for alias in node.names:
                     target = f"{base}.{alias.name}" if f"{base}.{alias.name}" in mods else base
                     if target in mods and target != name:
                         graph[name].add(target)
     return graph
+
+
+def layer_of(module: str, layers=LAYERS) -> int | None:
+    """The index of ``module``'s layer: that of the longest name covering it (a name covers itself
+    and the modules under it, but the root package covers only itself); ``None``: no layer."""
+    root = layers[0][1][0].split(".")[0]
+    covering = [(len(name), i) for i, (_, names) in enumerate(layers) for name in names
+                if module == name or (name != root and module.startswith(f"{name}."))]
+    return max(covering)[1] if covering else None
+
+
+def upward_imports(graph: dict[str, set[str]], layers=LAYERS) -> list[tuple[str, str]]:
+    """Every ``(module, imported)`` where the imported module lies in a higher layer."""
+    return sorted((m, t) for m, targets in graph.items() for t in targets
+                  if layer_of(t, layers) > layer_of(m, layers))
+
+
+#: upward imports whose fix edits outputs/ or estimators/ (another change owns those folders);
+#: each is removed with its fix, and the test fails on any other upward import or a fixed one
+#: still listed here
+AWAITING = {
+    ("structpred.features.nystrom", "structpred._fitting"):
+        "AtomicFit and check_feature_names to a base module; classifier_tags (which needs outputs) "
+        "beside the estimators, which import it from there",
+    ("structpred.features.srl", "structpred.outputs.tree"):
+        "TreeArray and check_parents to features (outputs.tree imports them)",
+    ("structpred.features.tree_hashed", "structpred.outputs.tree"):
+        "TreeArray and check_parents to features (outputs.tree imports them)",
+}
+
+
+def function_imports(src: Path = SRC, package: str = "structpred") -> list[tuple[str, int, str]]:
+    """``(module, line, imported module)`` of every import inside a function (or a lambda)."""
+    found = []
+    for name, path in _modules(src, package).items():
+        def visit(node, inside):
+            for child in ast.iter_child_nodes(node):
+                if inside and isinstance(child, ast.Import):
+                    found.extend((name, child.lineno, a.name) for a in child.names)
+                elif inside and isinstance(child, ast.ImportFrom):
+                    found.append((name, child.lineno, "." * child.level + (child.module or "")))
+                visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return sorted(found)
+
+
+#: the heavy optional dependencies a function may import when it needs them (the vision extra,
+#: the test extra's reference solvers, plotting)
+LAZY_IMPORTS = {"torch", "cv2", "matplotlib", "cvxpy", "ot"}
+#: modules that import inside functions by design: the numba target's import hook must not
+#: import numba when structpred is imported (it sets the target before numba loads)
+LAZY_MODULES = {"structpred._numba_target"}
+#: folders another change owns for now (their function-level imports go with it)
+NOT_YET = ("structpred.outputs", "structpred.estimators")
+
+
+def imports_inside_functions(src: Path = SRC, package: str = "structpred") -> list[tuple[str, int, str]]:
+    """The function-level imports that are not allowed: all but :data:`LAZY_IMPORTS` and those of
+    :data:`LAZY_MODULES` (and, for now, :data:`NOT_YET`)."""
+    return [(m, line, imported) for m, line, imported in function_imports(src, package)
+            if imported.split(".")[0] not in LAZY_IMPORTS and m not in LAZY_MODULES
+            and not m.startswith(NOT_YET)]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -82,24 +148,57 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_import_cycle_inside_structpred():
     graph = import_graph()
-    assert len(graph) > 100 and "structpred.experiments.registry" in graph["structpred.experiments.m4n"]
+    assert len(graph) > 100 and "structpred.papers.registry" in graph["structpred.papers.m4n.tables"]
     assert cycles(graph) == []
 
 
-def test_report_cells_and_figure_saving_do_not_reach_the_experiments():
-    """Experiments' report pages build on these: they must not import the registry back."""
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_the_layer_check_catches_an_upward_import_inside_a_function(tmp_path):
+    src = _package(tmp_path, {"__init__.py": "", "low/__init__.py": "", "high.py": "from pkg.low import a\n",
+                              "low/a.py": "def f():\n    from pkg import high\n    return high\n",
+                              "low/b.py": "from . import a\n"})
+    layers = (("base", ("pkg",)), ("low", ("pkg.low",)), ("high", ("pkg.high",)))
+    graph = import_graph(src, "pkg")
+    assert [layer_of(m, layers) for m in ("pkg", "pkg.low.a", "pkg.high")] == [0, 1, 2]
+    assert upward_imports(graph, layers) == [("pkg.low.a", "pkg.high")]
+    assert upward_imports(graph, (("base", ("pkg",)), ("all", ("pkg.low", "pkg.high")))) == []
+
+
+def test_every_module_has_a_layer_and_no_import_points_up():
     graph = import_graph()
-    for module in ("structpred.report.cells", "structpred.report.figures", "structpred.report.significance"):
-        assert not {m for m in graph[module] if m.startswith("structpred.experiments")}, module
+    assert [m for m in graph if layer_of(m) is None] == []
+    assert upward_imports(graph) == sorted(AWAITING)
+
+
+def test_the_function_import_check_catches_an_import_inside_a_function(tmp_path):
+    src = _package(tmp_path, {"__init__.py": "import json\n",
+                              "a.py": "import os\n\ndef f():\n    import torch\n    from . import b\n"
+                                      "    return [lambda: __import__('x')]\n\nclass C:\n    def g(self):\n"
+                                      "        import matplotlib.pyplot as plt\n        import yaml\n",
+                              "b.py": ""})
+    assert function_imports(src, "pkg") == [("pkg.a", 4, "torch"), ("pkg.a", 5, "."), ("pkg.a", 10, "matplotlib.pyplot"),
+                                            ("pkg.a", 11, "yaml")]
+    assert imports_inside_functions(src, "pkg") == [("pkg.a", 5, "."), ("pkg.a", 11, "yaml")]
+
+
+def test_imports_sit_at_module_level():
+    """No module imports inside a function, but the heavy optional dependencies
+    (:data:`LAZY_IMPORTS`) and the numba target's hook: a cycle is broken by moving code to the
+    right module, never by importing late."""
+    assert imports_inside_functions() == []
 
 
 def test_output_spaces_export_oracles_and_no_solver_pass():
     """``outputs/`` imports nothing from ``solvers/``, and no function under it is a solver pass
     (named ``*_pass``, or taking a pass's sample ``order`` and ``lam``)."""
-    graph = import_graph()
-    reach = {m: sorted(t for t in graph[m] if t.startswith("structpred.solvers"))
-             for m in graph if m.startswith("structpred.outputs")}
-    assert not any(reach.values()), {m: t for m, t in reach.items() if t}
+    assert layer_of("structpred.outputs") < layer_of("structpred.solvers")  # and no import points up
     passes = []
     for path in (SRC / "structpred" / "outputs").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -114,7 +213,7 @@ def test_output_spaces_export_oracles_and_no_solver_pass():
 
 
 def test_the_schema_lists_exactly_the_registered_experiments():
-    from structpred.experiments.registry import EXPERIMENTS, get
+    from structpred.papers.registry import EXPERIMENTS, get
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     enum = schema["properties"]["experiments"]["items"]["enum"]

@@ -3,7 +3,7 @@
 import pytest
 
 from structpred.cli import main
-from structpred.experiments.makespan import Task, makespan
+from structpred.runs.makespan import Task, makespan
 
 
 def test_a_chain_of_dependent_jobs_takes_its_length_whatever_the_cores():

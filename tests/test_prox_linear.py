@@ -148,8 +148,8 @@ def test_nonconvex_sgd_step_by_hand():
 
 
 def test_nonconvex_experiment_runs_on_a_candidate_file(tmp_path):
-    from structpred.data.voc_localization import build_candidate_file, make_devkit
-    from structpred.experiments.registry import get
+    from structpred.vision.voc_localization import build_candidate_file, make_devkit
+    from structpred.papers.registry import get
 
     devkit = make_devkit("synthetic", tmp_path / "devkit",
                          synthetic={"classes": ["aeroplane", "bicycle"], "n_images": 24, "size": [96, 128], "seed": 1})

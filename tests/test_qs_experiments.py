@@ -9,9 +9,9 @@ import yaml
 from sklearn.model_selection import KFold
 
 from structpred.errors import ConfigError
-from structpred.experiments import qs_robust, qs_usps
-from structpred.experiments.registry import get
-from structpred.experiments.seeding import rng_for
+from structpred.papers.qs import robust as qs_robust, usps as qs_usps
+from structpred.papers.registry import get
+from structpred.tables.seeding import rng_for
 
 CONFIG = yaml.safe_load(open("config/config.yaml"))
 

@@ -10,10 +10,9 @@ import pytest
 import yaml
 
 from structpred.errors import ConfigError, DataError
-from structpred.experiments import pairwise_rankers as PR
-from structpred.experiments import qs_movielens as Q
-from structpred.experiments.registry import get
-from structpred.experiments.seeding import rng_for
+from structpred.papers.qs import movielens as Q, pairwise_rankers as PR
+from structpred.papers.registry import get
+from structpred.tables.seeding import rng_for
 from structpred.outputs import PairwiseRanking
 
 AGE_BINS = [18, 25, 35, 45, 50, 56]
@@ -308,7 +307,7 @@ def _write_view(arrays, path):
 
 
 def test_a_toy_job_writes_the_expected_rows(tmp_path):
-    from structpred.experiments.results import COLUMNS, make_rows
+    from structpred.tables.results import COLUMNS, make_rows
 
     view = _write_view(toy_view(), tmp_path / "toy.npz")
     exp = get("qs_movielens")
@@ -345,7 +344,7 @@ def test_a_toy_job_writes_the_expected_rows(tmp_path):
 
 def test_the_smoke_job_on_movielens(mirror, tmp_path, paper_config):
     from structpred.data.store import prepare
-    from structpred.experiments.results import make_rows, read_results, write_csv
+    from structpred.tables.results import make_rows, read_results, write_csv
 
     prepare("movielens", mirror, tmp_path / "movielens.npz")
     exp = get("qs_movielens")
@@ -365,7 +364,7 @@ def test_the_smoke_job_on_movielens(mirror, tmp_path, paper_config):
 
 
 def test_report_hooks_table_tests_and_figure(tmp_path):
-    from structpred.experiments.results import make_rows, write_csv
+    from structpred.tables.results import make_rows, write_csv
     from structpred.report.aggregate import aggregate_files
 
     exp = get("qs_movielens")

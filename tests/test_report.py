@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from scipy.stats import wilcoxon
 
-from structpred.experiments.agm_report import EMOTION_LOSSES, render_emotion
-from structpred.experiments.m4n_report import m4n_pairs, render_losses, warm_cold_pairs
-from structpred.experiments.results import make_rows, read_results, write_csv
+from structpred.papers.agm.report import EMOTION_LOSSES, render_emotion
+from structpred.papers.m4n.report import m4n_pairs, render_losses, warm_cold_pairs
+from structpred.tables.results import make_rows, read_results, write_csv
 from structpred.report.aggregate import aggregate, aggregate_files
 from structpred.report.references import load_references
-from structpred.report.significance import best_tests, paired_tests, wilcoxon_pvalue
+from structpred.tables.significance import best_tests, paired_tests, wilcoxon_pvalue
 
 
 def _rows(values, method, dataset="iris", lam_selected=0.5):
@@ -222,7 +222,7 @@ def test_best_tests_bold_is_best_or_not_significantly_worse():
     assert pair["p_value"] == pytest.approx(wilcoxon(WORSE, NEAR_TIE, zero_method="zsplit").pvalue)
     assert pair["mean_diff"] == pytest.approx(float(np.mean(WORSE - NEAR_TIE)))
     # and bold_of reads only the rows against the best
-    from structpred.report.cells import bold_of
+    from structpred.tables.cells import bold_of
     assert not bold_of(tests)[("emotion", "ck", "zero_one", "CRF")]
     assert bold_of(tests)[("emotion", "ck", "zero_one", "SSVM")]
 

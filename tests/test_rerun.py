@@ -6,8 +6,8 @@ from pathlib import Path
 import yaml
 
 from structpred.cli import main
-from structpred.experiments import numerics, rerun
-from structpred.experiments.registry import get
+from structpred.runs import numerics, rerun
+from structpred.papers.registry import get
 from tests.test_staleness import rec, write_job
 
 ROOT = Path(__file__).resolve().parents[1]

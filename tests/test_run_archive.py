@@ -8,8 +8,8 @@ import pytest
 
 from structpred.cli import main
 from structpred.errors import ConfigError
-from structpred.experiments.results import make_rows, write_csv
-from structpred.experiments.run_archive import cost_table, cpu_model, job_costs
+from structpred.tables.results import make_rows, write_csv
+from structpred.runs.archive import cost_table, cpu_model, job_costs
 
 
 def _job(root, experiment, dataset, method, split, seconds, cpu=None):
@@ -71,14 +71,14 @@ def test_the_command_prints_the_table_and_the_total(archive, capsys):
 
 
 def test_result_text_leaves_out_the_timings(archive):
-    from structpred.experiments.run_archive import result_text
+    from structpred.runs.archive import result_text
 
     text = result_text(archive / "m4n" / "iris" / "M3N" / "split0.csv")
     assert "seconds" not in text and "CPU A" not in text and ",loss," in text
 
 
 def test_samples_are_drawn_with_the_seed(archive):
-    from structpred.experiments.run_archive import sample_jobs
+    from structpred.runs.archive import sample_jobs
 
     a, b = sample_jobs(archive, 2, seed=3), sample_jobs(archive, 2, seed=3)
     assert a.equals(b) and len(a) == 2
@@ -95,7 +95,7 @@ def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mi
     import shutil
     from pathlib import Path
 
-    from structpred.experiments.run_archive import sample_jobs, verify
+    from structpred.runs.archive import sample_jobs, verify
 
     root = Path(__file__).resolve().parents[1]
     jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=5)
@@ -115,7 +115,7 @@ def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mi
     assert list(result["status"]) == ["differs", "identical"]
     assert "line 2: archived" in result["detail"].iloc[0] and "0.123" in result["detail"].iloc[0]
     # --record: the identical job gets its rerun's record (fresh), the altered one is marked not reproduced
-    from structpred.experiments.staleness import job_table
+    from structpred.runs.staleness import job_table
 
     status = {(r.dataset, r.method, r.split): r.status for r in job_table(copy).itertuples()}
     assert [status[(r.dataset, r.method, str(r.split))] for r in jobs.itertuples()] == ["stale", "fresh"]
@@ -123,7 +123,7 @@ def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mi
 
 
 def test_a_plan_is_estimated_from_the_archive(archive):
-    from structpred.experiments.run_archive import plan_estimate
+    from structpred.runs.archive import plan_estimate
 
     lines = plan_estimate({"m4n": 6, "new": 2}, archive)
     # m4n's three archived jobs took 3600, 3600 and 720 s: 2640 s a job on average
@@ -135,7 +135,7 @@ def test_a_plan_is_estimated_from_the_archive(archive):
 def test_a_plan_names_its_untimed_jobs_in_the_headline_and_per_experiment(archive):
     """Untimed planned jobs are counted in the headline, never silently left out: agm's archived job
     recorded no seconds, new was never archived."""
-    from structpred.experiments.run_archive import plan_estimate
+    from structpred.runs.archive import plan_estimate
 
     lines = plan_estimate({"m4n": 6, "agm": 3, "new": 2}, archive)
     assert lines[0] == (f"planned: 11 training jobs, ~4.4 CPU-hours where the archive timed them (6 timed jobs, at "
@@ -173,7 +173,7 @@ def test_the_experiments_command_lists_jobs_data_and_archive(capsys, monkeypatch
 def test_the_sample_stays_within_the_total_bound(tmp_path):
     """--max-seconds bounds the sample's total estimate, not each job's: jobs are drawn in the
     seed's order while they fit; untimed ones never are; the same seed draws the same sample."""
-    from structpred.experiments.run_archive import sample_jobs
+    from structpred.runs.archive import sample_jobs
 
     root = tmp_path / "runs"
     for split, seconds in enumerate([40.0, 70.0, 90.0, 120.0, 150.0, 30.0, 60.0, 250.0]):
@@ -197,7 +197,7 @@ def test_the_sample_stays_within_the_total_bound(tmp_path):
 def _tuned_job_with_grid(root, config, missing=0):
     """A casimir_ner_tuned Fig. 5a job (60 s) and the archived tuning grid it reads (10 s a point),
     less its last ``missing`` points; returns (the job's path, the grid's paths)."""
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
 
     grid = get("casimir_ner_tuned").run_inputs(config, "fig5a_c1", "Casimir-SVRG-adapt_mu=8")
     assert len(grid) == 5 and all(d == "tune_c1" for d, _, _ in grid)
@@ -211,7 +211,7 @@ def _tuned_job_with_grid(root, config, missing=0):
 def test_a_tuned_figure_job_reuses_its_tuning_grid_and_pays_for_what_is_missing(tmp_path):
     from pathlib import Path
 
-    from structpred.experiments.run_archive import history_path, load_config, reuse_plan, sample_jobs
+    from structpred.runs.archive import history_path, load_config, reuse_plan, sample_jobs
 
     config = load_config(Path(__file__).resolve().parents[1])
     root = tmp_path / "runs"
@@ -254,7 +254,7 @@ def test_reused_upstream_files_are_placed_and_not_rerun(tmp_path):
     import sys
     from pathlib import Path
 
-    from structpred.experiments.run_archive import (load_config, place_upstream, reuse_plan, sample_jobs,
+    from structpred.runs.archive import (load_config, place_upstream, reuse_plan, sample_jobs,
                                                     verify_commands)
     from structpred.workflow import project_copy
 
@@ -291,7 +291,7 @@ def test_a_rerun_past_its_timeout_is_stopped_and_reported_as_such(tmp_path):
     import time
     from pathlib import Path
 
-    from structpred.experiments.run_archive import _run_until, sample_jobs, verify
+    from structpred.runs.archive import _run_until, sample_jobs, verify
 
     start = time.monotonic()
     proc, stopped = _run_until(["bash", "-c", "sleep 30 & sleep 30; echo done"], tmp_path, time.monotonic() + 0.5)

@@ -15,9 +15,10 @@ import yaml
 
 from structpred.data.discretize import BINNINGS, SCHEMES, bin_target
 from structpred.errors import ConfigError, DataError
-from structpred.experiments import agm_srl_decoding, m4n_protocol, qs_movielens_normalisation as qsn
-from structpred.experiments import qs_robust_metrics as qrm
-from structpred.experiments.registry import get
+from structpred.papers.agm import srl_decoding as agm_srl_decoding
+from structpred.papers.m4n import protocol as m4n_protocol
+from structpred.papers.qs import movielens_normalisation as qsn, robust_metrics as qrm
+from structpred.papers.registry import get
 
 CONFIG = yaml.safe_load(open("config/config.yaml"))
 
@@ -97,8 +98,8 @@ def test_protocol_variants_share_table1s_rows_and_report_losses_in_absolute_unit
     assert {r["variant"] for r in rows} == {"table1"} and {r["dataset"] for r in rows} == {"machine"}
     # the same split and centres as a Table 1 job: run_job on the same features gives the same rows
     from structpred.data.store import load
-    from structpred.experiments.m4n import run_job
-    from structpred.experiments.splits import build_split_features
+    from structpred.papers.m4n.tables import run_job
+    from structpred.tables.splits import build_split_features
 
     arrays, _ = load(ordinal_view)
     s = _tiny(exp.settings(CONFIG, "machine@table1", "M3N"))
@@ -145,7 +146,7 @@ def test_every_definition_of_the_test_error():
 
 
 def test_the_robust_metrics_job_refits_qs_robusts_choices_and_reproduces_its_error(tmp_path):
-    from structpred.experiments.results import make_rows, write_csv
+    from structpred.tables.results import make_rows, write_csv
 
     exp, base = get("qs_robust_metrics"), get("qs_robust")
     assert exp.runs_of == "qs_robust" and exp.run_inputs(CONFIG, "n50", "QS") == [("n50", "QS", None)]
@@ -212,7 +213,7 @@ def test_archived_choice_reads_lambda_and_qs_constant():
 
 
 def test_runs_of_names_the_other_tables_files(tmp_path):
-    from structpred.experiments.run_archive import upstream
+    from structpred.runs.archive import upstream
 
     files, selection = upstream(CONFIG, "qs_robust_metrics", "n100", "KRR", 3)
     assert files == ["qs_robust/n100/KRR/split3.csv"] and selection is None

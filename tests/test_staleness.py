@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from structpred.cli import main
-from structpred.experiments import numerics, staleness
-from structpred.experiments.registry import get
+from structpred.runs import numerics, staleness
+from structpred.papers.registry import get
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "test-machine"

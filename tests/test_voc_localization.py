@@ -16,7 +16,7 @@ from structpred.vision.localization_metrics import box_average_precision, corloc
 torch = pytest.importorskip("torch")
 cv2 = pytest.importorskip("cv2")
 
-from structpred.data.voc_localization import (  # noqa: E402
+from structpred.vision.voc_localization import (  # noqa: E402
     build_candidate_file, class_examples, load_candidate_file, make_devkit, split_examples)
 
 SYNTH = {"classes": ["aeroplane", "bicycle"], "n_images": 24, "size": [96, 128], "seed": 1}
@@ -133,7 +133,7 @@ def test_candidate_file_is_deterministic_and_consistent(devkit, candidate_file, 
 
 
 def test_experiment_run_records_the_figure_measures(candidate_file):
-    from structpred.experiments.registry import get
+    from structpred.papers.registry import get
 
     exp = get("casimir_voc")
     settings = {"class": "aeroplane", "method": "Casimir-SVRG-adapt", "c": 10.0, "eval_every": 1,
@@ -164,8 +164,8 @@ def test_per_class_settings_and_the_paper_config():
     import yaml
 
     from structpred.errors import ConfigError
-    from structpred.experiments.casimir_voc import per_class
-    from structpred.experiments.registry import get
+    from structpred.papers.casimir.voc import per_class
+    from structpred.papers.registry import get
 
     hp = {"n_passes": 15, "L": {"default": 2048, "person": 32768}, "mu": 1.0}
     assert per_class(hp, "person") == {"n_passes": 15, "L": 32768, "mu": 1.0}

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import copy
 
+from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import _check_feature_names
+
+from structpred.outputs import SPACE_NAMES, Multiclass
 
 
 def _learned(estimator) -> list[str]:
@@ -53,10 +56,6 @@ def classifier_tags(tags, loss):
     run) when the task loss is on single labels (``zero_one``, ``ordinal`` or an alias, a loss
     matrix, a :class:`~structpred.outputs.Multiclass`), not on rankings or sequences.  Labels stay
     integers ``0..k-1``."""
-    from sklearn.utils import ClassifierTags
-
-    from structpred.outputs import SPACE_NAMES, Multiclass
-
     tags.target_tags.required = True
     names = {n for key in ("zero_one", "ordinal") for n in (key, *SPACE_NAMES[key])}
     if (isinstance(loss, str) and loss in names) or isinstance(loss, Multiclass) or (

@@ -10,7 +10,11 @@ import argparse
 import logging
 import sys
 
+from structpred import run_cli
+from structpred.data import cli as data_cli
 from structpred.errors import StructpredError
+from structpred.report import claims_cli, cli as report_cli
+from structpred.runs import cli as runs_cli
 
 
 DESCRIPTION = """structpred: structured-prediction oracles and solvers, and the four papers' tables.
@@ -30,12 +34,6 @@ The tables themselves are rebuilt by the workflow: snakemake --cores 2 (see READ
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from structpred.data import cli as data_cli
-    from structpred.experiments import runs_cli
-    from structpred.report import claims_cli
-    from structpred.report import cli as report_cli
-    from structpred import run_cli
-
     parser = argparse.ArgumentParser(
         prog="structpred", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")

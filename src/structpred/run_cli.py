@@ -20,7 +20,14 @@ import os
 import re
 from pathlib import Path
 
+import yaml
+
+from structpred.data.parsers import VIEWS
+from structpred.data.preflight import message, unavailable
 from structpred.errors import ConfigError
+from structpred.papers.registry import get
+from structpred.runs.archive import plan_estimate
+from structpred.workflow import check_mirror, validate_config
 
 DEFAULT_CONFIG = Path("config/config.yaml")
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
@@ -61,8 +68,6 @@ def config_files(args: list[str]) -> list[Path]:
 
 def load_mapping(path: Path) -> dict:
     """One config file as a mapping, or a one-line :class:`ConfigError` saying what is wrong."""
-    import yaml
-
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
@@ -87,8 +92,6 @@ def merged(base: dict, override: dict) -> dict:
 
 def check(args: list[str], root: Path) -> dict:
     """The merged, schema-checked config that ``snakemake args`` would run in ``root``."""
-    from structpred.workflow import check_mirror, validate_config
-
     if not (root / "Snakefile").is_file():
         raise ConfigError(f"no Snakefile in {root.resolve()}: run structpred run from the project's root")
     config = load_mapping(root / DEFAULT_CONFIG)
@@ -125,12 +128,7 @@ def plan(config: dict, root: Path) -> list[str]:
     """The plan of a run with ``config`` in ``root`` (its default target), run by nobody: the
     training jobs with no result file yet, every raw file they (and the report after them) need
     and cannot get (:mod:`structpred.data.preflight`), and their estimated CPU-hours per experiment
-    (:func:`structpred.experiments.run_archive.plan_estimate`, from ``root/runs``)."""
-    from structpred.data.parsers import VIEWS
-    from structpred.data.preflight import message, unavailable
-    from structpred.experiments.registry import get
-    from structpred.experiments.run_archive import plan_estimate
-
+    (:func:`structpred.runs.archive.plan_estimate`, from ``root/runs``)."""
     root = Path(root)
     raw, mirror = root / config["data"]["raw_dir"], config["data"].get("mirror")
     lines, experiments = [], list(config["experiments"])

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
-from structpred.errors import StructpredError
+import jsonschema
+import yaml
+
+from structpred.data.acquire import resolve_mirror
+from structpred.errors import ConfigError, StructpredError
 
 
 @contextlib.contextmanager
@@ -38,11 +44,6 @@ def validate_config(config: dict, schema_path) -> None:
     """The workflow's config against its JSON schema, as one short error: the offending key's path
     and what is wrong (the allowed keys or values), not the schema and config Snakemake's
     ``validate`` prints."""
-    import jsonschema
-    import yaml
-
-    from structpred.errors import ConfigError
-
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is None:
@@ -57,9 +58,6 @@ def validate_config(config: dict, schema_path) -> None:
 
 def check_mirror(mirror) -> None:
     """A configured mirror (``data.mirror`` or ``$STRUCTPRED_MIRROR``) must be a folder: one line."""
-    from structpred.data.acquire import resolve_mirror
-    from structpred.errors import ConfigError
-
     root = resolve_mirror(mirror)
     if root is not None and not root.is_dir():
         source = "data.mirror" if mirror else "STRUCTPRED_MIRROR"
@@ -70,9 +68,6 @@ def project_copy(project, dest, exclude=("runs/",)):
     """A copy of the project's files as git sees them (tracked, and untracked ones it does not
     ignore) into ``dest``, leaving out the paths that start with ``exclude``: the workflow runs
     there without touching the project (``runs verify``, the workflow tests)."""
-    import shutil
-    import subprocess
-
     project, dest = Path(project), Path(dest)
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=project, capture_output=True,
                            text=True, check=True).stdout.split()

@@ -5,7 +5,7 @@ import sys
 from structpred.data.parsers import VIEWS
 from structpred.data.voc import VOC_CLASSES
 from structpred.errors import ConfigError
-from structpred.experiments.registry import get
+from structpred.papers.registry import get
 from structpred.workflow import check_mirror
 
 RAW_DIR = config["data"]["raw_dir"]
@@ -65,7 +65,7 @@ onstart:
     # before any job: every raw file the planned run must fetch, and cannot, in one message
     from structpred.data.preflight import message, unavailable
 
-    from structpred.experiments.run_archive import plan_estimate
+    from structpred.runs.archive import plan_estimate
 
     planned = list(workflow.dag.needrun_jobs())
     needed = sorted({job.wildcards.source for job in planned if job.rule.name == "fetch_source"})

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from structpred.experiments.results import write_csv
+from structpred.tables.results import write_csv
 from structpred.report.claims import ledger
 from structpred.workflow import rule_script
 

@@ -1,9 +1,9 @@
 import pandas as pd
 
-from structpred.experiments.numerics import write_record
-from structpred.experiments.registry import get
-from structpred.experiments.results import make_rows, write_csv
-from structpred.experiments.run_archive import cpu_model
+from structpred.runs.numerics import write_record
+from structpred.papers.registry import get
+from structpred.tables.results import make_rows, write_csv
+from structpred.runs.archive import cpu_model
 from structpred.report.provenance import git_commit
 from structpred.workflow import rule_script
 

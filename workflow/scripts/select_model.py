@@ -1,7 +1,7 @@
 import pandas as pd
 
-from structpred.experiments.registry import get
-from structpred.experiments.results import write_csv
+from structpred.papers.registry import get
+from structpred.tables.results import write_csv
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)

@@ -1,5 +1,5 @@
 from structpred.data.store import load
-from structpred.experiments.splits import build_split_features, save_split
+from structpred.tables.splits import build_split_features, save_split
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)

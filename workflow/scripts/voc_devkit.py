@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from structpred.data.voc_localization import make_devkit
+from structpred.vision.voc_localization import make_devkit
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)

@@ -8,6 +8,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from structpred.data.acquire import fetch, resolve_mirror, status
+from structpred.data.parsers import VIEWS
+from structpred.data.registry import SOURCES
+from structpred.data.store import prepare
+
 
 def register(subparsers) -> None:
     """Add the ``data`` command group to the top-level ``subparsers``."""
@@ -39,9 +44,6 @@ def register(subparsers) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from structpred.data.acquire import resolve_mirror, status
-    from structpred.data.registry import SOURCES
-
     root = args.dest if args.dest is not None else Path("data/raw")
     mirror = resolve_mirror(args.mirror)
     print(f"{'source':22s} {'status':9s} {'files':>9s}  where")
@@ -60,8 +62,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from structpred.data.acquire import fetch
-
     dest = args.dest if args.dest is not None else Path("data/raw") / args.name
     out = fetch(args.name, dest, args.mirror, retries=args.retries, timeout=args.timeout)
     print(f"{args.name}: verified in {out}")
@@ -69,16 +69,12 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from structpred.data.store import prepare
-
     meta = prepare(args.view, args.raw, args.out)
     print(f"{args.view}: (d, n, k) = {tuple(meta['parsed'])} -> {args.out}")
     return 0
 
 
 def _views(args: argparse.Namespace) -> int:
-    from structpred.data.parsers import VIEWS
-
     for v in VIEWS.values():
         print(f"{v.name:14s} {v.source:22s} {v.task:8s} paper {v.paper_dnk}")
     return 0

@@ -11,6 +11,7 @@ not list).
 from __future__ import annotations
 
 import numpy as np
+from sklearn.preprocessing import KBinsDiscretizer
 
 from structpred.errors import ConfigError, DataError
 
@@ -93,8 +94,6 @@ def bin_target(target: np.ndarray, k: int, scheme: str = "equal_frequency") -> t
         raise DataError(f"bin_target: need k >= 2 bins and at least k distinct values, got k={k}, "
                         f"{len(np.unique(t))} distinct values")
     if scheme in ("kmeans", "kmeans_log"):
-        from sklearn.preprocessing import KBinsDiscretizer
-
         if scheme == "kmeans_log" and t.min() <= 0:
             raise DataError("bin_target: kmeans_log needs a positive target")
         s = np.log(t) if scheme == "kmeans_log" else t

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import numpy as np
+import scipy.io
 
 from structpred.data.tables import lines
 from structpred.errors import DataError
@@ -69,9 +71,6 @@ def parse_emotion(raw: Path) -> dict[str, np.ndarray]:
     ``offsets`` (168,), ``emotion`` (167,) int64 = Y - 1, and ``splits`` (20, 167) int64:
     row j = MATLAB column j of ``ids`` minus 1 (0-based permutation of the sequences).
     """
-    import h5py
-    import scipy.io
-
     path = raw / "ck.mat"
     try:
         cells = scipy.io.loadmat(path)["data"].ravel()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from structpred.data.voc import VOC_CLASSES
 from structpred.errors import DataError
@@ -70,8 +71,6 @@ def write_synthetic_voc(root, *, n_images: int = 40, classes=(0, 1, 2), size=(12
     with probability 1/3 each, a second object of another class and a third one flagged
     difficult; boxes span 20 to 60 % of each side.  ``size = (height, width)``.
     """
-    from PIL import Image
-
     if n_images < 2 or not classes:
         raise DataError("a synthetic VOC set needs at least 2 images and 1 class")
     rng = np.random.default_rng(seed)

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.experiments.registry import get
-from structpred.experiments.results import csv_text, read_results, write_csv
+from structpred.papers.registry import get
+from structpred.tables.results import csv_text, read_results, write_csv
 from structpred.report.references import KEY, load_references
 from structpred.report.selection import selection_table
 

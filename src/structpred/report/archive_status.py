@@ -1,6 +1,6 @@
 """The run archive's status in words, for the report and ``structpred runs status``: whether today's
 code still computes an experiment's archived jobs (the committed ``tables/staleness.csv``, written by
-``structpred runs status --write``, :mod:`structpred.experiments.staleness`)."""
+``structpred runs status --write``, :mod:`structpred.runs.staleness`)."""
 
 from __future__ import annotations
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import yaml
@@ -66,8 +67,6 @@ VALUE_COLUMNS = ("mean", "std", "reference", "detail")
 
 def load_claims(path) -> dict:
     """``config/claims.yaml`` validated by its schema: one line naming the first bad claim."""
-    import jsonschema
-
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no claims file {path}")

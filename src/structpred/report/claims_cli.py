@@ -6,8 +6,15 @@ which filter it) the claims ledger, every claim with its evidence; ``--write`` a
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
+
+from structpred.errors import ConfigError
+from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, UNDER, headlines, ledger, summary
+from structpred.report.cli import _load_config
+from structpred.report.html import PAPER_ORDER
+from structpred.tables.results import write_csv
 
 
 def register(subparsers) -> None:
@@ -25,11 +32,6 @@ def register(subparsers) -> None:
 
 
 def _claims(args) -> int:
-    from structpred.errors import ConfigError
-    from structpred.experiments.results import write_csv
-    from structpred.report.claims import CANNOT, NOT_REPRODUCED, REPRODUCED, UNDER, ledger, summary
-    from structpred.report.cli import _load_config
-
     if args.verdict:   # checked before the ledger is computed: a typo costs nothing
         verdict = args.verdict.strip().lower()
         known = (REPRODUCED, UNDER, NOT_REPRODUCED, CANNOT)
@@ -75,11 +77,6 @@ def headline_text(claims_path, table, width: int | None = None) -> str:
     each its verdict and statement, then the decisive numbers, test and cause; wrapped to the
     terminal's ``width`` (default: its width, 120 when not a terminal), each headline's second part
     cut to one line when the whole would pass :data:`MAX_LINES` lines."""
-    import shutil
-
-    from structpred.report.claims import headlines, summary
-    from structpred.report.html import PAPER_ORDER
-
     width = width or max(80, shutil.get_terminal_size((120, 40)).columns)
     heads = headlines(claims_path, table)
     counts = summary(table).set_index("paper")

@@ -25,6 +25,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import yaml
+
+from structpred.errors import ConfigError
+from structpred.papers.registry import get
+from structpred.report import provenance
+from structpred.report.aggregate import aggregate_files, update_files
+from structpred.report.archive_status import read_status
+from structpred.report.claims import ledger
+from structpred.report.experiment_figures import experiment_figure, write_curve_figure, write_curve_table
+from structpred.report.html import write_index
+from structpred.tables.results import write_csv
+
 
 def register(subparsers) -> None:
     report = subparsers.add_parser("report", help="the HTML report")
@@ -54,21 +66,12 @@ def register(subparsers) -> None:
 
 
 def _load_config(path: Path) -> dict:
-    import yaml
-
-    from structpred.errors import ConfigError
-
     if not path.is_file():
         raise ConfigError(f"no configuration file {path}")
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _update(args) -> int:
-    from structpred.errors import ConfigError
-    from structpred.experiments.registry import get
-    from structpred.report.aggregate import update_files
-    from structpred.report.experiment_figures import experiment_figure
-
     config = _load_config(args.config)
     if args.experiment not in config["experiments"]:
         raise ConfigError(f"unknown experiment {args.experiment!r} (configured: {', '.join(config['experiments'])})")
@@ -87,11 +90,6 @@ def _update(args) -> int:
 
 
 def _index(args) -> int:
-    from structpred.experiments.registry import get
-    from structpred.report import provenance
-    from structpred.report.archive_status import read_status
-    from structpred.report.html import write_index
-
     config = _load_config(args.config)
     folder = Path(config["report"]["dir"])
     tables, tests, figures, curves = [], [], [], []
@@ -108,9 +106,6 @@ def _index(args) -> int:
             curves += [p for p in (folder / "figures" / name / f"{panel}.png" for panel in panels) if p.is_file()]
     claims = None
     if config["report"].get("claims"):
-        from structpred.experiments.results import write_csv
-        from structpred.report.claims import ledger
-
         claims = folder / "tables" / "claims.csv"
         write_csv(ledger(config["report"]["claims"], folder), claims)
     pages = write_index(folder / "index.html", config=config, tables=tables, tests=tests, figures=figures,
@@ -128,11 +123,6 @@ def _rerender(args) -> int:
     """Each experiment whose every configured job is archived: its table, tests, grid edges, figure
     and curves from the archived files, read in the workflow's job order; then the ledger and the
     index.  An experiment with jobs missing from the archive is left as it is, and said so."""
-    from structpred.errors import ConfigError
-    from structpred.experiments.registry import get
-    from structpred.report.aggregate import aggregate_files
-    from structpred.report.experiment_figures import experiment_figure, write_curve_figure, write_curve_table
-
     config = _load_config(args.config)
     names = args.experiments or list(config["experiments"])
     unknown = [n for n in names if n not in config["experiments"]]

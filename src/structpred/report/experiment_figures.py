@@ -8,8 +8,8 @@ import logging
 
 import pandas as pd
 
-from structpred.experiments.registry import get
-from structpred.experiments.results import write_csv
+from structpred.papers.registry import get
+from structpred.tables.results import write_csv
 
 log = logging.getLogger(__name__)
 

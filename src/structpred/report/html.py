@@ -11,8 +11,8 @@
   disclosure;
 - ``data.html``: the data audit.
 
-Each table's layout comes from its experiment's hooks (:mod:`structpred.experiments.registry`),
-made of the cells of :mod:`structpred.report.cells`. Every page is laid out for a 1280 x 800
+Each table's layout comes from its experiment's hooks (:mod:`structpred.papers.registry`),
+made of the cells of :mod:`structpred.tables.cells`. Every page is laid out for a 1280 x 800
 window: at most 12 screens tall, nothing wider than the window, figures shown at the size they are
 drawn (``tests/test_report_browser.py`` checks it in Chromium).
 """
@@ -31,8 +31,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from structpred.experiments.registry import get
-from structpred.experiments.results import read_results
+from structpred.papers.registry import get
+from structpred.tables.results import read_results
 from structpred.io import write_text
 from structpred.report import provenance
 from structpred.report.archive_status import describe

@@ -10,6 +10,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from structpred.data.registry import get_source
+
 
 def git_commit(cwd: str | Path = ".", ignore=()) -> str:
     """``git describe``-like id of the working tree ('+dirty' when it has uncommitted changes
@@ -61,8 +63,6 @@ def registry_checksums(sources) -> dict[str, dict[str, str]]:
     """source -> {file: expected checksum} from the data registry (what every run verifies its raw
     files against): the provenance of a report re-rendered from the run archive, where the raw
     files need not be here."""
-    from structpred.data.registry import get_source
-
     return {name: {f.path: f.expected.removeprefix("sha256 ") for f in get_source(name).files}
             for name in sorted(sources)}
 

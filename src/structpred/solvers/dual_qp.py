@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 
+import clarabel
 import numpy as np
 from scipy import sparse
 
@@ -139,7 +140,6 @@ class DualQP(StepRule):
     def epoch(self, order) -> None:
         if self.finished:
             return
-        import clarabel
         t0 = time.perf_counter()
         P, q, A, b, n_zero, n_nonneg, N = self._program()
         settings = clarabel.DefaultSettings()

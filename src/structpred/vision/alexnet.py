@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+from PIL import Image
 
 from structpred.errors import DataError
 
@@ -79,8 +80,6 @@ def load_weights(net, path) -> None:
 def crops(image: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Each box of ``image`` (``(H, W, 3)`` uint8 RGB) cut out and resized to ``CROP x CROP``
     (bilinear), as float32 ``(m, 3, CROP, CROP)`` normalised with ImageNet's mean and std."""
-    from PIL import Image
-
     pil = Image.fromarray(image)
     out = np.empty((len(boxes), 3, CROP, CROP), dtype=np.float32)
     for j, (x0, y0, x1, y1) in enumerate(np.asarray(boxes, dtype=np.int64)):

@@ -11,6 +11,7 @@ truth exceeds 0.5, and ``AP = sum_r (R_r - R_{r-1}) P_r`` over the ranks (scikit
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics import average_precision_score
 
 from structpred.errors import StructpredError
 
@@ -32,8 +33,6 @@ def box_average_precision(scores: list, ious: list) -> float:
     """Box-level AP of every candidate of every image (see the module docstring): ``scores[i]``
     and ``ious[i]`` are image ``i``'s candidates' scores and IoUs.  0 when no candidate is a
     positive."""
-    from sklearn.metrics import average_precision_score
-
     if len(scores) != len(ious) or not scores:
         raise StructpredError("box_average_precision needs one score and one IoU vector per image")
     s = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in scores])

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.vision.alexnet import _torch as load
 
 #: positions of the conv4 map, its channels, and the hidden channels of the 1 x 1 convolution
 N_POS, C_IN, C_HID = 9, 256, 16
@@ -26,8 +27,6 @@ N_PARAMS = C_IN * C_HID + N_POS * C_HID
 
 
 def _torch():
-    from structpred.vision.alexnet import _torch as load
-
     return load()
 
 

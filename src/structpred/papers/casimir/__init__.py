@@ -1,0 +1,3 @@
+"""Casimir (Pillutla et al., NeurIPS 2018): the NER curve figures (``ner``) and their tuned variant (``tuned``),
+the VOC localisation figures (``voc``, ``voc_nonconvex``), the names both share (``names``) and
+their report pages (``report``, ``voc_report``)."""

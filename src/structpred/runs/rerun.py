@@ -1,0 +1,93 @@
+"""``structpred runs rerun``: rerun an archived experiment's jobs that today's code does not
+reproduce (stale, unknown or missing) with the workflow, and archive what each computes.
+
+A rerun is resumable across work periods and machines: the jobs go to Snakemake in chunks, and
+after each chunk every finished job's files (rows, history, numerics record; the experiment's
+model selections) replace the archived ones. A job whose archived record is fresh (its
+fingerprints are today's, on this machine class: :mod:`structpred.runs.staleness`) is
+never rerun, so the command run again later picks up where the last one stopped. Run it in a
+checkout whose ``results/`` holds nothing older than its code (a fresh clone, or a worktree at the
+commit being archived): upstream outputs found there are reused.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from structpred.runs.numerics import fingerprints, machine_class
+from structpred.papers.registry import get
+from structpred.runs.archive import _run_until, history_path, job_path
+from structpred.runs.staleness import job_status, job_table, read_record, record_path
+
+#: the files a job writes beside its rows (``split<k>.csv``) that the archive keeps
+SIDE_FILES = (history_path, lambda p: str(record_path(p)))
+
+
+def pending_jobs(archive, experiment: str, config: dict) -> list[str]:
+    """The configured jobs of ``experiment`` (result paths relative to the archive) whose archived
+    file is missing or whose numerics record is not fresh here, in the experiment's job order."""
+    jobs = [job_path(experiment, d, m, k) for d, m, k in get(experiment).jobs(config)]
+    table = job_table(archive)
+    fresh = {job_path(r.experiment, r.dataset, r.method, r.split)
+             for r in table[(table["experiment"] == experiment) & (table["status"] == "fresh")].itertuples()}
+    return [j for j in jobs if j not in fresh]
+
+
+def clear_unfresh(results: Path, paths: list[str], current: dict[str, str], machine: str) -> None:
+    """Remove from ``results`` the files of those ``paths`` that an earlier code wrote (no record,
+    or one that is not fresh), so that Snakemake reruns them; today's finished jobs stay."""
+    for path in paths:
+        if (results / path).is_file() and job_status(read_record(results / path), current, machine)[0] != "fresh":
+            for name in [path, *(f(path) for f in SIDE_FILES)]:
+                (results / name).unlink(missing_ok=True)
+
+
+def archive_job(results: Path, archive: Path, path: str) -> bool:
+    """Copy one finished job's files from ``results`` into ``archive`` (rows last, so that an
+    interrupted copy leaves the old rows beside a new record, which reads as not fresh rather
+    than as a fresh mismatch). Returns whether the job had finished (rows and record present)."""
+    source = results / path
+    if not (source.is_file() and record_path(source).is_file()):
+        return False
+    for name in [*(f(path) for f in SIDE_FILES), path]:
+        if (results / name).is_file():
+            (archive / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(results / name, archive / name)
+    selection = Path(path).parent / "selection.csv"
+    if (results / selection).is_file():
+        shutil.copyfile(results / selection, archive / selection)
+    return True
+
+
+def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, chunk: int = 20,
+          hours: float | None = None, log=print) -> tuple[int, int]:
+    """Rerun the pending jobs of ``experiment`` in ``project`` (its ``results/``), ``chunk`` jobs
+    per Snakemake call, archiving each chunk's finished jobs as it ends; stop starting chunks after
+    ``hours`` (the chunk running then is stopped at that time and its finished jobs archived).
+    Returns (jobs archived, jobs pending at the start)."""
+    project, archive = Path(project).resolve(), Path(archive).resolve()
+    pending = pending_jobs(archive, experiment, config)
+    deadline = None if hours is None else time.monotonic() + 3600 * hours
+    log(f"{experiment}: {len(pending)} jobs to rerun (not fresh here or not archived)")
+    exp = get(experiment)
+    current = fingerprints({p for d, m, _ in exp.jobs(config) for p in exp.numeric_paths(config, d, m)})
+    machine, done = machine_class(), 0
+    for start in range(0, len(pending), chunk):
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        part = pending[start:start + chunk]
+        clear_unfresh(project / "results", part, current, machine)
+        command = [sys.executable, "-m", "snakemake", *(f"results/{p}" for p in part), "--cores", str(cores),
+                   "--keep-going"]
+        proc, stopped = _run_until(command, project, deadline)
+        finished = [p for p in part if archive_job(project / "results", archive, p)]
+        done += len(finished)
+        log(f"{experiment}: chunk {start // chunk + 1}: {len(finished)} of {len(part)} jobs archived"
+            f" ({done} of {len(pending)} so far)")
+        if len(finished) < len(part) and not stopped:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            log(f"{experiment}: {len(part) - len(finished)} jobs did not finish: {tail[0]}")
+    return done, len(pending)

@@ -1,0 +1,186 @@
+"""Which archived experiments today's code still reproduces: ``structpred runs status``.
+
+Each archived job ``runs/<experiment>/<dataset>/<method>/split<k>.csv`` may have beside it its
+numerics record ``split<k>.numerics.json`` (:func:`structpred.runs.numerics.write_record`):
+the commit and machine class it ran on and the fingerprints of the paths it ran.  A job is
+
+* **fresh** when its record was made on this machine class and every fingerprint equals today's;
+* **stale** when one of its paths' fingerprints moved (the record names the commit it ran at), or
+  when a rerun of it by ``structpred runs verify --record`` differed from the archive
+  (``"reproduced": false``);
+* **unknown** when it has no record (archived before records were kept) or its record was made on
+  another machine class (bits are compared within one class only).
+
+An experiment is stale when any of its jobs is, unknown when none is stale but some are unknown,
+fresh when every job is.  :func:`status_table` is what the report and the CI guard read; it is
+written to ``reports/tables/staleness.csv`` and a change of code that moves numbers must come with
+its reruns or with that file saying so (``structpred runs status --write``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from structpred.errors import ConfigError
+from structpred.report.archive_status import read_status
+from structpred.runs.archive import job_costs, job_files, verify
+from structpred.runs.numerics import PATHS, fingerprints, machine_class
+
+COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]
+
+
+def record_path(job_file) -> Path:
+    """The numerics record beside a job file."""
+    return Path(str(job_file).removesuffix(".csv") + ".numerics.json")
+
+
+def read_record(job_file) -> dict | None:
+    """A job's numerics record, ``None`` when it has none; one clear error when it is malformed."""
+    path = record_path(job_file)
+    if not path.is_file():
+        return None
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not a numerics record ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(rec, dict) or not {"commit", "machine", "fingerprints"} <= set(rec):
+        raise ConfigError(f"{path}: a numerics record needs commit, machine and fingerprints")
+    return rec
+
+
+def job_status(rec: dict | None, current: dict[str, str], machine: str) -> tuple[str, list[str], str]:
+    """``(status, moved paths, detail)`` of one job from its record, today's fingerprints and
+    this machine's class."""
+    if rec is None:
+        return "unknown", [], "no numerics record (archived before records were kept)"
+    if rec.get("reproduced") is False:
+        return "stale", [], f"a rerun at {rec['commit'][:10]} differed from the archive"
+    if rec["machine"] != machine:
+        return "unknown", [], f"recorded on another machine class ({rec['machine']})"
+    moved = sorted(p for p, f in rec["fingerprints"].items() if current.get(p) != f)
+    return ("stale", moved, "") if moved else ("fresh", [], "")
+
+
+def job_table(archive, current: dict[str, str] | None = None, machine: str | None = None) -> pd.DataFrame:
+    """One row per archived job: experiment, dataset, method, split, status, moved paths, the
+    commit it ran at (or was rerun at), detail."""
+    machine = machine_class() if machine is None else machine
+    rows, records = [], [(p, read_record(p)) for p in job_files(archive)]
+    if current is None:
+        wanted = {n for _, r in records if r is not None for n in r["fingerprints"]}
+        current = fingerprints(wanted)
+    for path, rec in records:
+        experiment, dataset, method = path.parts[-4:-1]
+        status, moved, detail = job_status(rec, current, machine)
+        rows.append({"experiment": experiment, "dataset": dataset, "method": method,
+                     "split": path.stem.removeprefix("split"), "status": status, "moved": moved,
+                     "commit": "" if rec is None else rec["commit"], "detail": detail})
+    return pd.DataFrame(rows, columns=["experiment", "dataset", "method", "split", "status", "moved",
+                                       "commit", "detail"])
+
+
+def status_table(archive, current: dict[str, str] | None = None, machine: str | None = None) -> pd.DataFrame:
+    """One row per archived experiment (:data:`COLUMNS`): its status, job counts, the paths that
+    moved, the commits the stale jobs ran at, and why the unknown ones are unknown."""
+    jobs = job_table(archive, current, machine)
+    out = []
+    for experiment, group in jobs.groupby("experiment", sort=True):
+        counts = group["status"].value_counts()
+        status = "stale" if counts.get("stale") else "unknown" if counts.get("unknown") else "fresh"
+        stale = group[group["status"] == "stale"]
+        moved = sorted({p for ps in stale["moved"] for p in ps})
+        # the commits the moved jobs ran at (a job whose rerun differed names its rerun's in ``detail``)
+        since = sorted({c.removesuffix("+dirty")[:10] for c, m in zip(stale["commit"], stale["moved"]) if c and m})
+        details = group.loc[group["status"] != "fresh", "detail"].value_counts()
+        out.append({"experiment": experiment, "status": status, "jobs": len(group),
+                    "fresh": int(counts.get("fresh", 0)), "stale": int(counts.get("stale", 0)),
+                    "unknown": int(counts.get("unknown", 0)), "moved_paths": " ".join(moved),
+                    "since": " ".join(since),
+                    "detail": "; ".join(f"{n} jobs: {d}" for d, n in details.items() if d),
+                    "machine": machine or machine_class()})
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def guard_sample(archive, budget_seconds: float = 120.0) -> tuple[pd.DataFrame, list[str]]:
+    """The CI guard's reruns: fresh archived jobs that together run every path some fresh job
+    runs, each path's cheapest first, within ``budget_seconds`` of recorded fitting time.
+    Returns the jobs (as :func:`~structpred.runs.archive.sample_jobs` does) and the
+    paths no fresh job within the budget runs (unguarded by reruns; their fingerprints are still
+    compared)."""
+    jobs = job_table(archive).merge(job_costs(archive), on=["experiment", "dataset", "method", "split"])
+    fresh = jobs[(jobs["status"] == "fresh") & jobs["seconds"].notna()].copy()
+    fresh["paths"] = [sorted(read_record(Path(archive) / e / d / m / f"split{k}.csv")["fingerprints"])
+                      for e, d, m, k in zip(fresh["experiment"], fresh["dataset"], fresh["method"], fresh["split"])]
+    every = sorted(PATHS)
+    chosen, covered, spent = [], set(), 0.0
+    for p in every:
+        if p in covered:
+            continue
+        options = fresh[[p in ps for ps in fresh["paths"]]].sort_values(["seconds", "experiment", "dataset",
+                                                                         "method", "split"])
+        if options.empty or spent + options.iloc[0]["seconds"] > budget_seconds:
+            continue
+        pick = options.iloc[0]
+        chosen.append(pick.name)
+        covered |= set(pick["paths"])
+        spent += float(pick["seconds"])
+    sample = fresh.loc[chosen, ["experiment", "dataset", "method", "split", "seconds", "cpu"]]
+    return sample.reset_index(drop=True), [p for p in every if p not in covered]
+
+
+def compare_status(committed: pd.DataFrame | None, now: pd.DataFrame) -> list[str]:
+    """Lines naming each experiment whose status today differs from the committed table (empty:
+    the same); a committed table made on another machine class is not compared (one line says so)."""
+    if committed is None:
+        return ["no committed status table: run `structpred runs status --write` and commit it"]
+    machines = set(committed["machine"]) - {""}
+    if machines and machines != set(now["machine"]):
+        return []
+    keys = ["status", "jobs", "fresh", "stale", "unknown", "moved_paths"]
+    old = committed.set_index("experiment")
+    out = []
+    for row in now.itertuples(index=False):
+        if row.experiment not in old.index:
+            out.append(f"{row.experiment}: archived but not in the committed status table")
+            continue
+        before = old.loc[row.experiment]
+        if any(str(before[k]) != str(getattr(row, k)) for k in keys):
+            moved = f"; paths moved: {row.moved_paths}" if row.moved_paths else ""
+            out.append(f"{row.experiment}: committed {before['status']} ({before['fresh']} fresh, {before['stale']} "
+                       f"stale), now {row.status} ({row.fresh} fresh, {row.stale} stale){moved}")
+    out += [f"{e}: in the committed status table but not archived" for e in sorted(set(old.index) - set(now["experiment"]))]
+    return out
+
+
+def guard(archive, status_path, project, *, budget_seconds: float = 120.0, reruns: bool = True,
+          log=print) -> list[str]:
+    """The CI guard: today's status against the committed one (:func:`compare_status`), then
+    :func:`guard_sample`'s fresh jobs rerun from raw data and compared byte for byte with the
+    archive.  Returns one line per failure, naming the experiment and the paths."""
+    now = status_table(archive)
+    committed = read_status(status_path)
+    failures = compare_status(committed, now)
+    if committed is not None and set(committed["machine"]) - {""} - set(now["machine"]):
+        log(f"guard: the committed status was made on {', '.join(sorted(set(committed['machine'])))}; "
+            f"this machine is {now['machine'].iloc[0]}: fingerprints are not compared here")
+    if not reruns:
+        return failures
+    sample, unguarded = guard_sample(archive, budget_seconds)
+    if unguarded:
+        log(f"guard: no fresh archived job within the budget runs: {', '.join(unguarded)} "
+            "(their fingerprints are still compared)")
+    if sample.empty:
+        return failures
+    log(f"guard: rerunning {len(sample)} archived jobs ({sample['seconds'].sum():.0f} s recorded)")
+    result = verify(archive, sample, project)
+    for r in result.itertuples():
+        paths = " ".join(sorted(read_record(Path(archive) / r.experiment / r.dataset / r.method /
+                                            f"split{r.split}.csv")["fingerprints"]))
+        log(f"guard: {r.status:9s} {r.experiment}/{r.dataset}/{r.method}/split{r.split} ({paths})")
+        if r.status != "identical":
+            failures.append(f"{r.experiment}/{r.dataset}/{r.method}/split{r.split} (paths {paths}): "
+                            f"rerun {r.status}: {r.detail}")
+    return failures

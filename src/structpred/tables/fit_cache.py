@@ -1,0 +1,72 @@
+"""Per-fit checkpoints of a job's hyper-parameter grid, so that a job stopped midway resumes.
+
+A job that fits one model per lambda (M4N Table 1: ten fits of up to an hour each on OCR)
+is only written when its last fit ends; a run cut off by a session's end or a cluster's time
+limit would lose every finished fit.  An unfinished fit keeps its solver's state after every pass
+in ``lam=<lam>.passes.pkl`` (:meth:`FitCache.in_progress`), so it too resumes where it stopped.  A :class:`FitCache` keeps each finished fit's record
+(JSON, floats at full precision) and history (CSV, full precision) in
+``<root>/<key digest>/lam=<lam>.json`` and ``.history.csv``; the rerun of the job loads them
+instead of fitting again.  The fits of a grid are independent (each starts from the same seed),
+so a resumed job writes the same bytes as one that ran through.
+
+The key digest covers everything a fit depends on: the job's settings, seed, dataset, method,
+split and the sha256 of its input files; a change of any of them starts a new folder, so a
+stale fit is never reused.  The folders are plain files: archive them (``runs/``) to resume a
+job on another machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from structpred.data.acquire import sha256_file
+from structpred.io import atomic_open, write_text
+
+log = logging.getLogger(__name__)
+
+
+def key_digest(key: dict, inputs=()) -> str:
+    """16 hex digits of sha256 over ``key`` (JSON, sorted keys) and the bytes of each input file."""
+    h = hashlib.sha256(json.dumps(key, sort_keys=True, default=repr).encode())
+    for path in inputs:
+        h.update(sha256_file(Path(path)).encode())
+    return h.hexdigest()[:16]
+
+
+class FitCache:
+    """Finished fits of one job, keyed by lambda, under ``root / key_digest(key, inputs)``."""
+
+    def __init__(self, root, key: dict, inputs=()):
+        self.dir = Path(root) / key_digest(key, inputs)
+
+    def _stem(self, lam: float) -> Path:
+        return self.dir / f"lam={float(lam)!r}"
+
+    def load(self, lam: float):
+        """``(record, history)`` of the fit at ``lam``, or ``None`` if it has not finished."""
+        stem = self._stem(lam)
+        record_path, history_path = stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".history.csv")
+        if not (record_path.exists() and history_path.exists()):
+            return None
+        log.info("lam=%g: finished fit read from %s", lam, record_path)
+        return json.loads(record_path.read_text(encoding="utf-8")), pd.read_csv(history_path)
+
+    def in_progress(self, lam: float) -> Path:
+        """The per-pass checkpoint of the unfinished fit at ``lam`` (the estimators' ``checkpoint``):
+        a fit stopped midway resumes after its last pass; :meth:`save` removes it."""
+        stem = self._stem(lam)
+        return stem.with_name(stem.name + ".passes.pkl")
+
+    def save(self, lam: float, record: dict, history: pd.DataFrame) -> None:
+        """Keep one finished fit (history first: a record is only there with its history) and drop
+        its per-pass checkpoint."""
+        stem = self._stem(lam)
+        with atomic_open(stem.with_name(stem.name + ".history.csv"), "w", newline="") as fh:
+            history.to_csv(fh, index=False, lineterminator="\n")   # shortest round-trip float repr
+        write_text(stem.with_name(stem.name + ".json"), json.dumps(record) + "\n")   # key order kept: rows follow it
+        self.in_progress(lam).unlink(missing_ok=True)

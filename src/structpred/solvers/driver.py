@@ -15,13 +15,16 @@ and prox-linear's outer loop is a rule whose ``epoch`` runs an inner solver.
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from structpred.errors import StructpredError, check_positive_int
+from structpred.io import atomic_open
 from structpred.solvers.problem import check_validation
 
 log = logging.getLogger(__name__)
@@ -212,9 +215,6 @@ def checkpoint_key(rule: StepRule, problem) -> dict:
 def load_checkpoint(path, key: dict) -> dict | None:
     """The saved state of a fit at ``path`` (None when there is none); a file of another fit is
     an error, never silently resumed."""
-    import pickle
-    from pathlib import Path
-
     path = Path(path)
     if not path.is_file():
         return None
@@ -231,10 +231,6 @@ def load_checkpoint(path, key: dict) -> dict | None:
 
 def save_checkpoint(path, saved: dict) -> None:
     """Write a fit's state atomically (a crash mid-write leaves the previous checkpoint)."""
-    import pickle
-
-    from structpred.io import atomic_open
-
     with atomic_open(path, "wb") as fh:
         pickle.dump(saved, fh, protocol=pickle.HIGHEST_PROTOCOL)
 

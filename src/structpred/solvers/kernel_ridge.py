@@ -17,6 +17,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh
 
 from structpred.errors import StructpredError, check_positive
+from structpred.features.kernels import kernel_matrix
 
 
 def _square(K) -> np.ndarray:
@@ -101,8 +102,6 @@ def ridge_cv(X, folds, kernel: str, sigmas, lams, evaluate):
     ``(sigma, lam, fold, loss)``: the mean loss of the fold (a list of ``k`` means in the
     second case).  ``sigma`` is ignored (recorded as given) for the linear kernel.
     """
-    from structpred.features.kernels import kernel_matrix
-
     rows = []
     for f, (tr, va) in enumerate(folds):
         for sigma in sigmas:

@@ -25,6 +25,7 @@ from structpred.errors import StructpredError, check_choice, check_positive, che
 from structpred.solvers.driver import StepRule, run
 from structpred.solvers.problem import Problem
 from structpred.solvers.svrg import WARM_STARTS, CasimirSVRG
+from structpred.surrogates import TopKSmoothedHinge
 
 SMOOTHING = ("const", "adapt")
 SCHEDULES = ("const", "sqrt", "linear")
@@ -59,8 +60,6 @@ class ProxLinear(StepRule):
         return np.arange(n)
 
     def epoch(self, order) -> None:
-        from structpred.surrogates import TopKSmoothedHinge
-
         pb, k = self.problem, self.k
         lam_eta = pb.lam + 1.0 / self.eta
         u0 = -pb.lam * self.W / lam_eta

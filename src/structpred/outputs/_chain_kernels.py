@@ -402,20 +402,20 @@ def _cols_times(M, x, out):
 
 
 @njit(cache=True, inline="always")
-def _add_scaled_edges(ex, E, fw, k, out):
-    """``out[a, b] += exp(k) ex[a] E[a, b] fw[b]`` (an edge's pairwise marginals from the scaled
-    factors of a scaled projection, ``k = sc[e, 0] + sc[e, 1] - log Z``), rows whose factor
-    ``exp(k) ex[a]`` is 0 skipped; returns ``False``, adding nothing, where ``k`` is at least
-    ``log(_EDGE_SCALE)`` (the caller adds that edge in the log domain: :func:`_add_log_edges`)."""
+def _add_scaled_edges(ex, E, fw, e, k, out):
+    """``out[e, a, b] += exp(k) ex[e, a] E[e, a, b] fw[e, b]`` (edge ``e``'s pairwise marginals from
+    the scaled factors of a scaled projection, ``k = sc[e, 0] + sc[e, 1] - log Z``), rows whose
+    factor ``exp(k) ex[e, a]`` is 0 skipped; returns ``False``, adding nothing, where ``k`` is at
+    least ``log(_EDGE_SCALE)`` (the caller adds that edge in the log domain: :func:`_add_log_edges`)."""
     if not k < np.log(_EDGE_SCALE):
         return False
     k = fexp(k)
-    R = fw.shape[0]
-    for a in range(ex.shape[0]):
-        f = ex[a] * k
+    R = fw.shape[1]
+    for a in range(R):
+        f = ex[e, a] * k
         if f != 0.0:
             for b in range(R):
-                out[a, b] += f * E[a, b] * fw[b]
+                out[e, a, b] += f * E[e, a, b] * fw[e, b]
     return True
 
 
@@ -562,7 +562,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     if not with_edges:
         return
     for t in range(T - 1):
-        if _add_scaled_edges(ex[t], E[t], fw[t], sc[t, 0] + sc[t, 1] - logz, edge_acc[t]):
+        if _add_scaled_edges(ex, E, fw, t, sc[t, 0] + sc[t, 1] - logz, edge_acc):
             continue
         for b in range(R):
             wl[b] = thU[t + 1, b] + lb[t + 1, b]

@@ -217,7 +217,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
     if not with_edges:
         return
     for e in range(T - 1):
-        if not _add_scaled_edges(ex[e], E[e], fw[e], sc[e, 0] + sc[e, 1] - logz, edge_acc[e]):
+        if not _add_scaled_edges(ex, E, fw, e, sc[e, 0] + sc[e, 1] - logz, edge_acc):
             _add_log_edges(xl[e], ins[e + 1], thP[e], P[e], c, logz, sc[e, 2], edge_acc[e])
 
 

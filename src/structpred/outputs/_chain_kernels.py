@@ -203,17 +203,6 @@ def log_partition(U, P):
     return _forward(U, P, np.empty(U.shape))
 
 
-@njit(cache=True, inline="always")
-def _node_marginals(a, b, logz, node):
-    """``node[t, j] = exp(a[t, j] + b[t, j] - logz)`` (the unary marginals from the messages into
-    ``t`` from both sides), 0 where the exponent is not above ``-_CUT``."""
-    T, R = a.shape
-    for t in range(T):
-        for j in range(R):
-            d = a[t, j] + b[t, j] - logz
-            node[t, j] = fexp(d) if d > -_CUT else 0.0
-
-
 @njit(cache=True)
 def sum_product(U, P, node, edge, with_edges):
     """Unary marginals ``node (T, R)`` and, if ``with_edges``, pairwise marginals
@@ -223,7 +212,10 @@ def sum_product(U, P, node, edge, with_edges):
     beta = np.empty((T, R))
     logz = _forward(U, P, alpha)
     _backward(U, P, beta)
-    _node_marginals(alpha, beta, logz, node)
+    for t in range(T):
+        for a in range(R):
+            z = alpha[t, a] + beta[t, a] - logz
+            node[t, a] = fexp(z) if z > -_CUT else 0.0
     if with_edges:
         for t in range(T - 1):
             for a in range(R):
@@ -401,24 +393,6 @@ def _cols_times(M, x, out):
 
 
 
-@njit(cache=True, inline="always")
-def _add_scaled_edges(ex, E, fw, e, k, out):
-    """``out[e, a, b] += exp(k) ex[e, a] E[e, a, b] fw[e, b]`` (edge ``e``'s pairwise marginals from
-    the scaled factors of a scaled projection, ``k = sc[e, 0] + sc[e, 1] - log Z``), rows whose
-    factor ``exp(k) ex[e, a]`` is 0 skipped; returns ``False``, adding nothing, where ``k`` is at
-    least ``log(_EDGE_SCALE)`` (the caller adds that edge in the log domain: :func:`_add_log_edges`)."""
-    if not k < np.log(_EDGE_SCALE):
-        return False
-    k = fexp(k)
-    R = fw.shape[1]
-    for a in range(R):
-        f = ex[e, a] * k
-        if f != 0.0:
-            for b in range(R):
-                out[e, a, b] += f * E[e, a, b] * fw[e, b]
-    return True
-
-
 @njit(cache=True, error_model="numpy")   # flog's division: no zero check, so its loops vectorise
 def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, ex, fw, sc, work,
                     order, thPT, PT):
@@ -558,11 +532,21 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 _argsort_desc(wl, order)
                 sorted_ = True
             lb[t, a] = _pruned_lse(wl, thP[t, a], P[t, a], c, rowmax, order, tmp)
-    _node_marginals(la, lb, logz, node)
+    for t in range(T):
+        for j in range(R):
+            d = la[t, j] + lb[t, j] - logz
+            node[t, j] = fexp(d) if d > -_CUT else 0.0
     if not with_edges:
         return
     for t in range(T - 1):
-        if _add_scaled_edges(ex, E, fw, t, sc[t, 0] + sc[t, 1] - logz, edge_acc):
+        k = sc[t, 0] + sc[t, 1] - logz
+        if k < np.log(_EDGE_SCALE):
+            k = fexp(k)
+            for a in range(R):
+                f = ex[t, a] * k
+                if f != 0.0:
+                    for b in range(R):
+                        edge_acc[t, a, b] += f * E[t, a, b] * fw[t, b]
             continue
         for b in range(R):
             wl[b] = thU[t + 1, b] + lb[t + 1, b]

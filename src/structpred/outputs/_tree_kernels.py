@@ -23,12 +23,11 @@ from numba.extending import overload
 from structpred.outputs._fastmath import fexp
 from structpred.outputs._chain_kernels import (
     _CUT,
+    _EDGE_SCALE,
     _TINY,
     _add_log_edges,
-    _add_scaled_edges,
     _argsort_desc,
     _lse,
-    _node_marginals,
     _pruned_lse,
     project,
     spmp_iterations,
@@ -213,12 +212,24 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
                     _argsort_desc(xl[e], order)
                     sorted_ = True
                 dn[t, b] = _pruned_lse(xl[e], thP[e, :, b], P[e, :, b], c, cm[e, b], order, tmp)
-    _node_marginals(ins, dn, logz, node)
+    for t in range(T):
+        for j in range(R):
+            d = ins[t, j] + dn[t, j] - logz
+            node[t, j] = fexp(d) if d > -_CUT else 0.0
     if not with_edges:
         return
     for e in range(T - 1):
-        if not _add_scaled_edges(ex, E, fw, e, sc[e, 0] + sc[e, 1] - logz, edge_acc):
-            _add_log_edges(xl[e], ins[e + 1], thP[e], P[e], c, logz, sc[e, 2], edge_acc[e])
+        t = e + 1
+        k = sc[e, 0] + sc[e, 1] - logz
+        if k < np.log(_EDGE_SCALE):
+            k = fexp(k)
+            for a in range(R):
+                f = ex[e, a] * k
+                if f != 0.0:
+                    for b in range(R):
+                        edge_acc[e, a, b] += f * E[e, a, b] * fw[e, b]
+            continue
+        _add_log_edges(xl[e], ins[t], thP[e], P[e], c, logz, sc[e, 2], edge_acc[e])
 
 
 #: a tree's structure and buffers for :func:`~structpred.outputs._chain_kernels.project`

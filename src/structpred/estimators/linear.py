@@ -52,7 +52,14 @@ def _solver(name, block_rule: str) -> str:
 
 
 class _LinearStructured(AtomicFit, BaseEstimator):
-    """Shared fit / predict: subclasses give ``_surrogate(space)`` and ``_rule(surrogate)``."""
+    """Shared fit / predict: subclasses give ``__init__`` (its signature names the parameters and
+    their defaults; its body :meth:`_set_init_params`), ``_surrogate(space)`` and ``_rule(surrogate)``."""
+
+    def _set_init_params(self, args: dict) -> None:
+        """Keep each parameter of ``__init__``'s signature as it was given, under its own name
+        (``args``: ``__init__``'s ``locals()``), as ``get_params`` reads them back."""
+        for name in self._get_param_names():
+            setattr(self, name, args[name])
 
     def fit(self, X, y, X_val=None, y_val=None, checkpoint=None):
         """Train on ``(X, y)``; ``(X_val, y_val)`` only feed the per-pass validation loss.  A fit
@@ -148,20 +155,7 @@ class M3N(_LinearStructured):
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, averaging=False, steps="frank-wolfe",
                  sampling="permutation", block_steps=1, rtol=None, solver="bcfw", random_state=None, verbose=False,
                  n_labels=None, eval_every=1, step="line_search"):
-        self.loss = loss
-        self.solver = solver
-        self.lam = lam
-        self.n_passes = n_passes
-        self.averaging = averaging
-        self.step = step
-        self.steps = steps
-        self.sampling = sampling
-        self.block_steps = block_steps
-        self.rtol = rtol
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_labels = n_labels
-        self.eval_every = eval_every
+        self._set_init_params(locals())
 
     def _surrogate(self, space):
         return Hinge(space)
@@ -197,24 +191,7 @@ class M4N(_LinearStructured):
                  warm_start_oracle=True, warm_start_mix=0.1, n_iter_oracle_eval=None, game="spmp",
                  oracle_tol=1e-9, step="fixed", sampling="permutation", rtol=None, solver="gbcfw", random_state=None,
                  verbose=False, n_labels=None, eval_every=1, averaging=False):
-        self.loss = loss
-        self.solver = solver
-        self.lam = lam
-        self.n_passes = n_passes
-        self.step = step
-        self.averaging = averaging
-        self.sampling = sampling
-        self.game = game
-        self.oracle_tol = oracle_tol
-        self.rtol = rtol
-        self.n_iter_oracle = n_iter_oracle
-        self.warm_start_oracle = warm_start_oracle
-        self.warm_start_mix = warm_start_mix
-        self.n_iter_oracle_eval = n_iter_oracle_eval
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_labels = n_labels
-        self.eval_every = eval_every
+        self._set_init_params(locals())
 
     def _surrogate(self, space):
         return MaxMinMargin(space, n_iter=self.n_iter_oracle, warm_start=self.warm_start_oracle,
@@ -234,14 +211,7 @@ class CRF(_LinearStructured):
 
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, rtol=None, random_state=None,
                  verbose=False, n_labels=None, eval_every=1):
-        self.loss = loss
-        self.lam = lam
-        self.n_passes = n_passes
-        self.rtol = rtol
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_labels = n_labels
-        self.eval_every = eval_every
+        self._set_init_params(locals())
 
     def predict_proba(self, X):
         """Marginals ``E_{p(y|x)} phi(y)`` (class probabilities for multiclass)."""
@@ -275,19 +245,7 @@ class AGM(_LinearStructured):
     def __init__(self, *, loss="zero_one", lam=2**-5, n_passes=50, step=0.1, game="spmp", n_iter_oracle=10,
                  oracle_tol=1e-9, warm_start_oracle=True, coef_init=0.0, random_state=None, verbose=False,
                  n_labels=None, eval_every=1):
-        self.loss = loss
-        self.lam = lam
-        self.n_passes = n_passes
-        self.step = step
-        self.game = game
-        self.n_iter_oracle = n_iter_oracle
-        self.oracle_tol = oracle_tol
-        self.warm_start_oracle = warm_start_oracle
-        self.coef_init = coef_init
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_labels = n_labels
-        self.eval_every = eval_every
+        self._set_init_params(locals())
 
     def _surrogate(self, space):
         return MaxMinMargin(space, n_iter=self.n_iter_oracle, warm_start=self.warm_start_oracle, game=self.game,

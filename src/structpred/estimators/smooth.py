@@ -30,23 +30,7 @@ class SmoothSSVM(_LinearStructured):
                  smoothing="topk", mu=2.0, K=5, lr=0.02, L=None, mu_schedule="expo",
                  prox_start="extrapolation", eta0=0.02, t0=150000.0, random_state=None,
                  verbose=False, n_labels=None, eval_every=1):
-        self.loss = loss
-        self.lam = lam
-        self.solver = solver
-        self.n_passes = n_passes
-        self.smoothing = smoothing
-        self.mu = mu
-        self.K = K
-        self.lr = lr
-        self.L = L
-        self.mu_schedule = mu_schedule
-        self.prox_start = prox_start
-        self.eta0 = eta0
-        self.t0 = t0
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_labels = n_labels
-        self.eval_every = eval_every
+        self._set_init_params(locals())
 
     def _surrogate(self, space):
         if self.solver not in SOLVERS:

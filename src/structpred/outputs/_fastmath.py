@@ -1,4 +1,5 @@
-"""``exp`` and ``log`` for compiled kernels: inlined, within 1 ulp of the C library's.
+"""``exp`` and ``log`` for compiled kernels: inlined, within 1 ulp of the C library's; the kernels'
+shared log-sum-exp.
 
 numba calls the C library's ``exp`` and ``log`` as opaque functions: about 3-4 ns a call here,
 and a loop that calls them is neither inlined nor vectorised.  :func:`fexp` and :func:`flog` are
@@ -18,6 +19,11 @@ gives NaN.
 
 ``tests/test_fastmath.py`` checks it against numpy's over its whole range (at most 1 ulp apart,
 subnormal results included).
+
+:func:`log_sum_exp` and :func:`log_add_exp` are the log-sum-exp of the kernels that take the C
+library's ``exp`` and ``log`` (multiclass, permutations): there :func:`fexp` would move results by an
+ulp.  The chain and tree kernels' pruned log-sum-exp (terms ``_CUT`` nats below the max skipped) is
+``_chain_kernels._lse``.
 
 numba's on-disk cache keys a kernel on its own file only: after editing this module, delete the
 cached kernels that inline it (``find src -name '*.nb[ic]' -delete``), or they keep the old code.
@@ -116,3 +122,28 @@ def flog(x):
     w = z * z
     r = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7))) + w * (_LG2 + w * (_LG4 + w * _LG6))
     return k * _LN2_HI - ((hfsq - (s * (hfsq + r) + k * _LN2_LO)) - f)
+
+
+@njit(cache=True, inline="always")
+def log_sum_exp(a, b):
+    """``log sum_j exp(a[j] + b[j]) = m + log sum_j exp(a[j] + b[j] - m)``, ``m = max_j (a[j] + b[j])``
+    (the first of equal maxima; ``-inf`` for no entries), the terms summed in order, by the C
+    library's ``exp`` and ``log``; ``a`` may be strided (a matrix column)."""
+    n = a.shape[0]
+    m = -np.inf
+    for j in range(n):
+        x = a[j] + b[j]
+        if x > m:
+            m = x
+    s = 0.0
+    for j in range(n):
+        s += np.exp(a[j] + b[j] - m)
+    return m + np.log(s)
+
+
+@njit(cache=True, inline="always")
+def log_add_exp(x, y):
+    """``log(exp(x) + exp(y)) = m + log(exp(x - m) + exp(y - m))``, ``m = max(y, x)``, by the C
+    library's ``exp`` and ``log``."""
+    m = max(y, x)
+    return m + np.log(np.exp(x - m) + np.exp(y - m))

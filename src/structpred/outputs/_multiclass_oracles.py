@@ -17,6 +17,7 @@ from numba import njit
 
 from structpred.features.joint import linear_add, linear_scores
 from structpred.outputs import compiled
+from structpred.outputs._fastmath import log_add_exp
 from structpred.outputs._multiclass_kernels import exact_game, loss_augmented, matvec, spmp
 
 #: the arrays of the oracles: inputs, their squared norms, labels, loss matrix, its kind, SP-MP's step
@@ -112,9 +113,7 @@ def _mix_uniform(lz, eps):
     a = np.log1p(-eps)
     b = np.log(eps / k)
     for j in range(k):
-        x = lz[j] + a
-        m = max(b, x)
-        lz[j] = m + np.log(np.exp(x - m) + np.exp(b - m))
+        lz[j] = log_add_exp(lz[j] + a, b)
 
 
 @_implements(compiled.maxmin)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from structpred.outputs._fastmath import log_add_exp, log_sum_exp
+
 
 @njit(cache=True)
 def sinkhorn_log(Z, f, g, max_iter, tol, out):
@@ -36,27 +38,11 @@ def sinkhorn_log(Z, f, g, max_iter, tol, out):
     while it < max_iter:
         # rows
         for i in range(M):
-            m = -np.inf
-            for j in range(M):
-                x = Z[i, j] + g[j]
-                if x > m:
-                    m = x
-            s = 0.0
-            for j in range(M):
-                s += np.exp(Z[i, j] + g[j] - m)
-            f[i] = -(m + np.log(s))
+            f[i] = -log_sum_exp(Z[i], g)
         # columns (and the marginal error before the update)
         err = 0.0
         for j in range(M):
-            m = -np.inf
-            for i in range(M):
-                x = Z[i, j] + f[i]
-                if x > m:
-                    m = x
-            s = 0.0
-            for i in range(M):
-                s += np.exp(Z[i, j] + f[i] - m)
-            lse = m + np.log(s)
+            lse = log_sum_exp(Z[:, j], f)
             e = abs(np.exp(lse + g[j]) - 1.0)
             if e > err:
                 err = e
@@ -307,6 +293,4 @@ def mix_uniform(lZ, eps):
     b = np.log(eps / M)
     for i in range(M):
         for j in range(M):
-            x = lZ[i, j] + a
-            m = x if x > b else b
-            lZ[i, j] = m + np.log(np.exp(x - m) + np.exp(b - m))
+            lZ[i, j] = log_add_exp(lZ[i, j] + a, b)

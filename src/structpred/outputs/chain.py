@@ -90,14 +90,6 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
         return f"Chain({self._loss_repr()})"
 
     # --- layout ----------------------------------------------------------------------
-    @property
-    def embedding_dim(self) -> int:
-        raise StructpredError("a chain's embedding dimension depends on its length: use dim(T)")
-
-    def dim(self, T: int) -> int:
-        """``T R + (T-1) R^2``: size of a score / embedding of a length-``T`` chain."""
-        return T * self.R + (T - 1) * self.R * self.R
-
     def length(self, v) -> int:
         """``T`` of a flat score vector (inverse of :meth:`dim`)."""
         R = self.R

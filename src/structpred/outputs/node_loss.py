@@ -48,8 +48,9 @@ class NodeLoss:
     for t = 1..T) or a callable ``T -> (T,)`` of positive weights; ``normalize`` divides by
     ``sum_t w_t``; ``iterations_per_node``: ``max_min(v, n_iter=K)`` runs ``K T`` SP-MP
     iterations on ``T`` nodes ("10 x the length of the sequence", M4N §6), else exactly ``K``.
-    The space supplies ``dim(T)``, ``split(v) -> (U (T, R), pairwise)`` (views), ``marginals``,
-    ``entropy_coefficients`` and ``_max_min_one(v, warm, n_iter)``.
+    Its outputs' ``T - 1`` edges make a score ``T R + (T-1) R^2`` long (:meth:`dim`).  The space
+    supplies ``split(v) -> (U (T, R), pairwise)`` (views), ``marginals``, ``entropy_coefficients``
+    and ``_max_min_one(v, warm, n_iter)``.
     """
 
     def __init__(self, n_labels: int, node_loss="hamming", weights=None, normalize: bool = True,
@@ -103,6 +104,14 @@ class NodeLoss:
     @property
     def n_labels(self) -> int:
         return self.R
+
+    @property
+    def embedding_dim(self) -> int:
+        raise StructpredError(f"a {self.name}'s embedding dimension depends on its number of nodes: use dim(T)")
+
+    def dim(self, T: int) -> int:
+        """``T R + (T-1) R^2``: size of a score / embedding of ``T`` nodes (and ``T - 1`` edges)."""
+        return T * self.R + (T - 1) * self.R * self.R
 
     @property
     def label_shape(self) -> tuple:

@@ -146,14 +146,6 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
         return f"Tree({self._loss_repr()}{tree})"
 
     # --- layout ----------------------------------------------------------------------------
-    @property
-    def embedding_dim(self) -> int:
-        raise StructpredError("a tree's embedding dimension depends on its size: use dim(T)")
-
-    def dim(self, T: int) -> int:
-        """``T R + (T-1) R^2``: size of a score / embedding of a tree of ``T`` nodes."""
-        return T * self.R + (T - 1) * self.R * self.R
-
     def structure(self, x) -> np.ndarray:
         """The ``parents`` of one output or vector: its own (a :class:`TreeArray`), else the space's."""
         p = getattr(x, "parents", None)

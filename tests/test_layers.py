@@ -62,20 +62,6 @@ def upward_imports(graph: dict[str, set[str]], layers=LAYERS) -> list[tuple[str,
                   if layer_of(t, layers) > layer_of(m, layers))
 
 
-#: upward imports whose fix edits outputs/ or estimators/ (another change owns those folders);
-#: each is removed with its fix, and the test fails on any other upward import or a fixed one
-#: still listed here
-AWAITING = {
-    ("structpred.features.nystrom", "structpred._fitting"):
-        "AtomicFit and check_feature_names to a base module; classifier_tags (which needs outputs) "
-        "beside the estimators, which import it from there",
-    ("structpred.features.srl", "structpred.outputs.tree"):
-        "TreeArray and check_parents to features (outputs.tree imports them)",
-    ("structpred.features.tree_hashed", "structpred.outputs.tree"):
-        "TreeArray and check_parents to features (outputs.tree imports them)",
-}
-
-
 def function_imports(src: Path = SRC, package: str = "structpred") -> list[tuple[str, int, str]]:
     """``(module, line, imported module)`` of every import inside a function (or a lambda)."""
     found = []
@@ -97,16 +83,13 @@ LAZY_IMPORTS = {"torch", "cv2", "matplotlib", "cvxpy", "ot"}
 #: modules that import inside functions by design: the numba target's import hook must not
 #: import numba when structpred is imported (it sets the target before numba loads)
 LAZY_MODULES = {"structpred._numba_target"}
-#: folders another change owns for now (their function-level imports go with it)
-NOT_YET = ("structpred.outputs", "structpred.estimators")
 
 
 def imports_inside_functions(src: Path = SRC, package: str = "structpred") -> list[tuple[str, int, str]]:
     """The function-level imports that are not allowed: all but :data:`LAZY_IMPORTS` and those of
-    :data:`LAZY_MODULES` (and, for now, :data:`NOT_YET`)."""
+    :data:`LAZY_MODULES`."""
     return [(m, line, imported) for m, line, imported in function_imports(src, package)
-            if imported.split(".")[0] not in LAZY_IMPORTS and m not in LAZY_MODULES
-            and not m.startswith(NOT_YET)]
+            if imported.split(".")[0] not in LAZY_IMPORTS and m not in LAZY_MODULES]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -174,7 +157,7 @@ def test_the_layer_check_catches_an_upward_import_inside_a_function(tmp_path):
 def test_every_module_has_a_layer_and_no_import_points_up():
     graph = import_graph()
     assert [m for m in graph if layer_of(m) is None] == []
-    assert upward_imports(graph) == sorted(AWAITING)
+    assert upward_imports(graph) == []
 
 
 def test_the_function_import_check_catches_an_import_inside_a_function(tmp_path):

@@ -6,8 +6,8 @@ covers a module decides its layer.  ``docs/DESIGN.md`` draws the same order."""
 
 #: (layer, the modules and packages it holds), lowest first
 LAYERS = (
-    ("base", ("structpred", "structpred._layers", "structpred._numba_target", "structpred.errors", "structpred.io",
-              "structpred.metrics")),
+    ("base", ("structpred", "structpred._fitting", "structpred._layers", "structpred._numba_target", "structpred.errors",
+              "structpred.io", "structpred.metrics")),
     ("data", ("structpred.data",)),
     ("rule scripts' helpers", ("structpred.workflow",)),
     ("features", ("structpred.features",)),
@@ -15,7 +15,7 @@ LAYERS = (
     ("outputs", ("structpred.outputs",)),
     ("surrogates", ("structpred.surrogates",)),
     ("solvers", ("structpred.solvers",)),
-    ("estimators", ("structpred._fitting", "structpred.estimators")),
+    ("estimators", ("structpred.estimators",)),
     ("tables", ("structpred.tables",)),
     ("papers", ("structpred.papers",)),
     ("report", ("structpred.report",)),

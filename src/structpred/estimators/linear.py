@@ -30,7 +30,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError
-from structpred._fitting import AtomicFit, check_feature_names, classifier_tags
+from structpred._fitting import AtomicFit, check_feature_names
+from structpred.estimators._tags import classifier_tags
 from structpred.features.joint import joint_map
 from structpred.outputs import Multiclass, make_space
 from structpred.outputs.batch import labels_batch

@@ -17,7 +17,8 @@ from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError, check_positive, check_positive_int
-from structpred._fitting import AtomicFit, check_feature_names, classifier_tags
+from structpred._fitting import AtomicFit, check_feature_names
+from structpred.estimators._tags import classifier_tags
 from structpred.features.kernels import check_kernel, kernel_matrix
 from structpred.features.sequences import as_float_matrix
 from structpred.outputs import Multiclass, StatisticDecoding, WeightedDecoding, make_space, require

@@ -35,7 +35,7 @@ import numpy as np
 from structpred.data.srl import SRL_CLASSES, gold_labels, proposition_index, pruned_tree, sentence
 from structpred.data.syntax import ParseTree
 from structpred.features.tree_hashed import TreeFeatures
-from structpred.outputs.tree import TreeArray
+from structpred.features.tree_array import TreeArray
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from numba import njit
 
 from structpred.errors import StructpredError
 from structpred.features.hashed import _h
-from structpred.outputs.tree import TreeArray, check_parents
+from structpred.features.tree_array import TreeArray, check_parents
 
 SCORE, ADD, NORM2 = 0, 1, 2
 

@@ -19,8 +19,11 @@ are non-zero (``A_tt = w_t C / sum w``), ``loss_offset = 0``.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from structpred.errors import StructpredError
+from structpred.features.hashed import HashedWindowJoint
+from structpred.features.joint import SequenceJoint
 from structpred.outputs import _chain_batch as KB
 from structpred.outputs import _chain_kernels as K_
 from structpred.outputs import _tree_kernels as TK
@@ -36,6 +39,8 @@ from structpred.outputs.base import (
     OutputSpace,
     TopK,
 )
+from structpred.outputs._chain_oracles import HashedChainOracles
+from structpred.outputs._sequence_oracles import SequenceChainOracles
 from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NODE_LOSSES, NodeLoss, node_loss_matrix
 
@@ -220,7 +225,6 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
     def marginal_polytope(self, m) -> tuple:
         """Local consistency, exact on a chain: ``sum_i U_0[i] = 1``, ``sum_j P_t[i, j] = U_t[i]`` and
         ``sum_i P_t[i, j] = U_{t+1}[j]`` for every edge, all entries ``>= 0`` (layout of :meth:`split`)."""
-        from scipy import sparse
 
         T, R = self.length(m), self.R
         rows, cols, vals = [np.zeros(R, dtype=np.int64)], [np.arange(R)], [np.ones(R)]
@@ -276,11 +280,6 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
         """The compiled oracles of :mod:`structpred.outputs._chain_oracles` for Casimir's hashed
         window map, of :mod:`structpred.outputs._sequence_oracles` for the dense sequence map
         without edge features; ``None`` (generic loops) for any other map."""
-        from structpred.features.hashed import HashedWindowJoint
-        from structpred.features.joint import SequenceJoint
-        from structpred.outputs._chain_oracles import HashedChainOracles
-        from structpred.outputs._sequence_oracles import SequenceChainOracles
-
         if isinstance(fmap, HashedWindowJoint):
             return HashedChainOracles(self, fmap, y)
         if isinstance(fmap, SequenceJoint) and fmap.seq.edges is None:

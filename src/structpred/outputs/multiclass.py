@@ -7,9 +7,11 @@ over ``k`` ordered bins) tasks of M4N Table 1.  The marginal polytope is the sim
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 from scipy.special import logsumexp, softmax
 
 from structpred.errors import StructpredError
+from structpred.features.joint import LinearJoint
 from structpred.outputs import _multiclass_kernels as K
 from structpred.outputs.base import (
     AffineLoss,
@@ -24,6 +26,7 @@ from structpred.outputs.base import (
     TopK,
     as_int_labels,
 )
+from structpred.outputs._multiclass_oracles import MulticlassOracles
 
 
 def _as_scores(v, k: int) -> tuple[np.ndarray, bool]:
@@ -125,9 +128,6 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMi
     def compiled_oracles(self, fmap, y):
         """The compiled oracles of :mod:`structpred.outputs._multiclass_oracles` for the linear
         joint map ``v = W^T x``; ``None`` (generic loops) for any other map."""
-        from structpred.features.joint import LinearJoint
-        from structpred.outputs._multiclass_oracles import MulticlassOracles
-
         return MulticlassOracles(self, fmap, y) if isinstance(fmap, LinearJoint) else None
 
     def embed(self, y) -> np.ndarray:
@@ -158,7 +158,6 @@ class Multiclass(OutputSpace, LossAugmented, TopK, Marginals, MaxMin, ExactMaxMi
 
     def marginal_polytope(self, m) -> tuple:
         """The simplex ``{m >= 0 : 1^T m = 1}`` in ``R^k``."""
-        from scipy import sparse
 
         if np.shape(m) != (self.k,):
             raise StructpredError(f"a multiclass marginal vector has {self.k} entries, got shape {np.shape(m)}")

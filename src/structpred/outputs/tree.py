@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from structpred.errors import StructpredError
+from structpred.features.tree_array import TreeArray, attach_parents, check_parents
 from structpred.outputs import _tree_kernels as TK
 from structpred.outputs.base import (
     AffineLoss,
@@ -47,66 +48,6 @@ from structpred.outputs.base import (
 )
 from structpred.outputs.batch import is_ragged
 from structpred.outputs.node_loss import NodeLoss
-
-
-def check_parents(parents) -> np.ndarray:
-    """``parents`` as a read-only int64 array, or one clear error: 1-d, ``parents[0] = -1``,
-    ``0 <= parents[t] < t`` for ``t >= 1`` (one root, parents before children)."""
-    p = np.asarray(parents)
-    if p.dtype.kind == "f" and np.all(np.isfinite(p)) and np.all(p == np.round(p)):
-        p = p.astype(np.int64)
-    if p.dtype.kind not in "iu" or p.ndim != 1 or p.shape[0] < 1:
-        raise StructpredError(f"parents must be a non-empty 1-d integer array, got {p.dtype} of shape {p.shape}")
-    p = p.astype(np.int64)
-    if p[0] != -1:
-        raise StructpredError(f"parents[0] must be -1 (node 0 is the root), got {p[0]}")
-    t = np.arange(p.shape[0])
-    bad = np.flatnonzero((p[1:] < 0) | (p[1:] >= t[1:])) + 1
-    if bad.size:
-        t0 = int(bad[0])
-        why = "a second root: forests are refused" if p[t0] < 0 else "parents must precede their children"
-        raise StructpredError(f"parents is not a tree in topological order (0 <= parents[t] < t): "
-                              f"parents[{t0}] = {p[t0]} ({why})")
-    p.flags.writeable = False
-    return p
-
-
-class TreeArray(np.ndarray):
-    """A numpy array of one tree-structured output, carrying the tree: ``TreeArray(values, parents)``.
-
-    ``values``: the labels ``(T,)`` or a vector in the embedding layout ``(T R + (T-1) R^2,)``;
-    ``parents``: checked by :func:`check_parents`.  Elementwise arithmetic, copies, views and
-    pickling keep ``parents`` (a slice keeps it too, and the space then refuses its size);
-    results of another shape (sums, dot products) are plain, and so are ``np.asarray`` /
-    ``np.array`` copies (``np.asanyarray`` keeps the tree).
-    """
-
-    def __new__(cls, values, parents):
-        return _attach(values, check_parents(parents))
-
-    def __array_finalize__(self, obj):
-        self.parents = getattr(obj, "parents", None)
-
-    def __array_wrap__(self, arr, context=None, return_scalar=False):
-        if arr.shape != self.shape:
-            arr = arr.view(np.ndarray)
-            return arr[()] if return_scalar else arr
-        return super().__array_wrap__(arr, context, return_scalar)
-
-    def __reduce__(self):
-        fn, args, state = super().__reduce__()
-        return fn, args, (state, self.parents)
-
-    def __setstate__(self, state):
-        state, self.parents = state
-        super().__setstate__(state)
-
-
-def _attach(values, parents) -> TreeArray:
-    """``values`` as a TreeArray of the (already checked) ``parents``, without a copy."""
-    a = np.asarray(values).view(TreeArray)
-    a.parents = parents
-    return a
 
 
 class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin, AffineLoss, MinLossLines):
@@ -181,7 +122,7 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
         s = self.node_labels(y)
         if s.shape[0] != parents.shape[0]:
             raise StructpredError(f"{s.shape[0]} labels for a tree of {parents.shape[0]} nodes")
-        return _attach(s, parents)
+        return attach_parents(s, parents)
 
     def _labels_on(self, y, parents):
         """Checked labels of ``y``, which must lie on the tree ``parents`` (of the scores)."""
@@ -198,7 +139,7 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
             out = np.zeros(self.dim(T))
             out[np.arange(T) * R + s] = 1.0
             out[T * R + np.arange(T - 1) * R * R + s[p[1:]] * R + s[1:]] = 1.0
-            return _attach(out, p)
+            return attach_parents(out, p)
 
         return self._map(one, y)
 
@@ -225,7 +166,7 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
             T = s.shape[0]
             out = np.zeros(self.dim(T))
             out[: T * self.R] = self._loss_rows(s).ravel()
-            return _attach(out, s.parents)
+            return attach_parents(out, s.parents)
 
         return self._map(one, y)
 
@@ -235,7 +176,7 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
 
     def bayes_decode(self, m):
         """``argmin_y' sum_t w_t sum_i m_t[i] C[i, y'_t]``: per node (positive weights)."""
-        return self._map(lambda s: _attach(self._bayes_nodes(self.split(s)[0]), self.structure(s)), m)
+        return self._map(lambda s: attach_parents(self._bayes_nodes(self.split(s)[0]), self.structure(s)), m)
 
     def weighted_decode(self, alpha, Y):
         """QS's loss trick ``argmin_y sum_i alpha_i L(Y_i, y)`` on one tree: the training outputs must
@@ -247,9 +188,9 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
             raise StructpredError(f"{self!r}: loss-trick decoding needs training outputs on one tree, got "
                                   f"{len(trees)} different trees")
         parents = np.asarray(next(iter(trees)), dtype=np.int64)
-        E = self.statistic([_attach(np.asarray(y), parents) for y in Y])
+        E = self.statistic([attach_parents(np.asarray(y), parents) for y in Y])
         a, single = as_weights(alpha, E.shape[0])
-        out = self.bayes_decode([_attach(row, parents) for row in a @ E])
+        out = self.bayes_decode([attach_parents(row, parents) for row in a @ E])
         return out[0] if single else out
 
     def entropy_coefficients(self, mu) -> np.ndarray:
@@ -261,13 +202,13 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
         deg = np.bincount(parents[1:], minlength=T) + (np.arange(T) > 0)
         c = np.ones(self.dim(T))
         c[: T * R] = np.repeat(1.0 - deg, R)
-        return _attach(c, parents)
+        return attach_parents(c, parents)
 
     # --- oracles ---------------------------------------------------------------------------
     def _max_product(self, parents, U, P):
         out = np.empty(U.shape[0], dtype=np.int64)
         TK.max_product(parents, U, P, out)
-        return _attach(out, parents)
+        return attach_parents(out, parents)
 
     def decode(self, v):
         """Max-product ``argmax_y <phi(y), v>`` (ties to the smallest label)."""
@@ -288,7 +229,7 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
             T, R = U.shape
             out = np.empty(self.dim(T))
             TK.sum_product(parents, U, P, out[: T * R].reshape(T, R), out[T * R:].reshape(T - 1, R, R), True)
-            return _attach(out, parents)
+            return attach_parents(out, parents)
 
         return self._map(one, v)
 
@@ -311,16 +252,16 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
                 theta[: T * R].reshape(T, R), theta[T * R:].reshape(T - 1, R, R), lnu.reshape(T, R),
                 mu_node, mu_edge, nu)
         TK.make_feasible(parents, mu_node, mu_edge, nu)
-        mu = _attach(mu, parents)
+        mu = attach_parents(mu, parents)
         lower = self._maxmin_lower(v, mu)
         upper = float(TK.max_product(parents, self._against(U, nu), P, np.empty(T, dtype=np.int64)))
-        return MaxMinResult(mu, nu.ravel(), upper - lower, lower, upper, (_attach(theta, parents), lnu))
+        return MaxMinResult(mu, nu.ravel(), upper - lower, lower, upper, (attach_parents(theta, parents), lnu))
 
     def _max_min_exact_one(self, v, warm, tol, max_iter):
         """The exact game on one tree (:meth:`NodeLoss.max_min_exact`); ``mu`` a TreeArray."""
         parents, U, P = self._scores(v)
         res = self._exact_game(parents, U, P, warm, tol, max_iter)
-        res.mu = _attach(res.mu, parents)
+        res.mu = attach_parents(res.mu, parents)
         return res
 
 

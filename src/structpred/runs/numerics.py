@@ -41,7 +41,7 @@ from structpred.features.tree_hashed import TreeFeatures
 from structpred.io import atomic_open
 from structpred.outputs import Chain, PairwiseRanking, Tree
 from structpred.outputs.histogram import GaussianHistogram, Hellinger
-from structpred.outputs.tree import TreeArray
+from structpred.features.tree_array import TreeArray
 from structpred.papers.agm.emotion import loss_space, method_estimator
 from structpred.papers.agm.srl import estimator
 from structpred.papers.casimir.ner import make_rule

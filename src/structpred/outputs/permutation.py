@@ -11,7 +11,9 @@ i.e. ``A = -I/M`` and the constant ``a = 1`` (``loss_offset``).  The marginal po
 is the Birkhoff polytope of doubly stochastic matrices.
 
 Oracles: ``decode`` / ``loss_augmented`` / ``bayes_decode`` by the Hungarian algorithm
-(:func:`scipy.optimize.linear_sum_assignment`); ``max_min`` by SP-MP (M4N Algorithm 2)
+(:func:`scipy.optimize.linear_sum_assignment`); ``top_k`` by Murty's ranking of assignments
+(:mod:`structpred.outputs.assignment_kbest`), which gives Casimir's top-K smoothing on rankings;
+``max_min`` by SP-MP (M4N Algorithm 2)
 with the entropy of the marginals (M4N eq. 38) whose projections are log-domain
 Sinkhorn iterations (numba).  Marginal inference (the :class:`Marginals` capability) needs
 the permanent, which is #P-hard (M4N §5.3): the space does not offer it, so there is no
@@ -25,6 +27,7 @@ from scipy.optimize import linear_sum_assignment
 
 from structpred.errors import StructpredError
 from structpred.outputs import _permutation_kernels as K
+from structpred.outputs.assignment_kbest import k_best_assignments
 from structpred.outputs.base import (
     AffineLoss,
     LossAugmented,
@@ -32,6 +35,7 @@ from structpred.outputs.base import (
     MaxMin,
     MaxMinResult,
     OutputSpace,
+    TopK,
     as_int_labels,
 )
 
@@ -49,7 +53,7 @@ def _assign_max(S: np.ndarray) -> np.ndarray:
     return col.astype(np.int64)
 
 
-class Permutation(OutputSpace, LossAugmented, MaxMin, AffineLoss):
+class Permutation(OutputSpace, LossAugmented, TopK, MaxMin, AffineLoss):
     """Permutations of ``M`` labels with the normalised Hamming loss.
 
     Parameters
@@ -218,6 +222,28 @@ class Permutation(OutputSpace, LossAugmented, MaxMin, AffineLoss):
             S = v2[i].reshape(M, M).copy()
             S[rows, y[i]] -= 1.0 / M
             out[i] = _assign_max(S)
+        return out[0] if single else out
+
+    def top_k(self, v, y, K: int):
+        """The ``K`` rankings of largest ``<P_y', v> + L(y, y')`` (``y=None``: without the loss) in
+        decreasing order, by Murty's ranking of the assignments on ``v - P_y / M`` (the loss is
+        ``1 - <P_y, P_y'> / M``): ``(Y (K', M) int64, scores (K',))`` with ``K' = min(K, M!)`` for
+        one score, a list of them for a batch."""
+        v2, single = self._scores(v)
+        K = int(K)
+        if K < 1:
+            raise StructpredError(f"K must be >= 1, got {K}")
+        M = self.M
+        lab = None if y is None else self.check_labels(y).reshape(-1, M)
+        if lab is not None and lab.shape[0] != v2.shape[0]:
+            raise StructpredError(f"{v2.shape[0]} scores but {lab.shape[0]} rankings")
+        out = []
+        for i in range(v2.shape[0]):
+            S = v2[i].reshape(M, M).copy()
+            if lab is not None:
+                S[np.arange(M), lab[i]] -= 1.0 / M
+            Y, scores = k_best_assignments(S, K)
+            out.append((Y, scores + (self.loss_offset if lab is not None else 0.0)))
         return out[0] if single else out
 
     def bayes_decode(self, m) -> np.ndarray:

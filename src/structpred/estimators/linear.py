@@ -234,8 +234,9 @@ class AGM(_LinearStructured):
     ``game``: how each game is solved: ``"spmp"`` (default) SP-MP with ``n_iter_oracle``
     iterations (per node for chains and trees), on every space with the max-min oracle;
     ``"exact"`` the paper's exact solver (AGM §3.2: Lagrangian dual with per-node closed forms,
-    for chains and trees with the zero-one, absolute or squared node loss), to a certified gap
-    ``oracle_tol``.  SP-MP stays the default as it covers every space (multiclass,
+    for chains and trees with the zero-one, absolute or squared node loss; on permutations the
+    adversarial bipartite matching game's linear program, Fathony et al. ICML 2018), to a
+    certified gap ``oracle_tol``.  SP-MP stays the default as it covers every space (multiclass,
     permutations, any node loss matrix) and keeps earlier results reproducible.
     ``step``: AdaGrad step (0.1 in the AGM reference code).  ``warm_start_oracle``: each game
     starts from the sample's last state (SP-MP's iterates, or the exact game's multipliers).

@@ -121,18 +121,20 @@ def input_paths(wc, kinds):
         "stamp": lambda: view_stamp(view),
         "selection": lambda: f"results/{wc.experiment}/{wc.dataset}/{wc.method}/selection.csv",
         "candidates": lambda: f"data/candidates/{get(wc.experiment).voc_class(config, wc.dataset)}.npz",
-        "runs": lambda: [f"results/{get(wc.experiment).runs_of or wc.experiment}/{d}/{m}/split{wc.split if k is None else k}.csv"
+        "runs": lambda: [f"results/{get(wc.experiment).runs_source(config, wc.dataset, wc.method)}/{d}/{m}/"
+                         f"split{wc.split if k is None else k}.csv"
                          for d, m, k in get(wc.experiment).run_inputs(config, wc.dataset, wc.method)],
     }
     return {k: paths[k]() for k in kinds}
 
 
 def job_inputs(wc):
-    return input_paths(wc, get(wc.experiment).needs)
+    return input_paths(wc, get(wc.experiment).job_needs(config, wc.dataset, wc.method))
 
 
 def selection_inputs(wc):
-    return input_paths(wc, [k for k in get(wc.experiment).needs if k in ("view", "stamp")])
+    needs = get(wc.experiment).job_needs(config, wc.dataset, wc.method)
+    return input_paths(wc, [k for k in needs if k in ("view", "stamp")])
 
 
 def job_settings(wc):

@@ -100,11 +100,21 @@ class Experiment:
         return {VIEWS[v].source for v in views if v in VIEWS}
 
     def run_inputs(self, config: dict, dataset: str, method: str) -> list[tuple[str, str, int]]:
-        """``(dataset, method, split)`` of the jobs of this experiment (of :attr:`runs_of` where set)
+        """``(dataset, method, split)`` of the jobs of this experiment (of :meth:`runs_source`'s)
         whose result rows a job on ``(dataset, method)`` reads (input kind ``runs``; Casimir's tuned
         figures read their tuning grid's runs); split ``None``: the reading job's own split. Default:
         none."""
         return []
+
+    def job_needs(self, config: dict, dataset: str, method: str) -> tuple:
+        """The input kinds of the job on ``(dataset, method)`` (default: :attr:`needs`, every job's;
+        a table that reads some cells from other tables' runs and computes others says which)."""
+        return self.needs
+
+    def runs_source(self, config: dict, dataset: str, method: str) -> str:
+        """The experiment whose result files the ``runs`` inputs of the job on ``(dataset, method)``
+        name (default: :attr:`runs_of`, else this one)."""
+        return self.runs_of or self.name
 
     def threads(self, config: dict, dataset: str) -> int:
         return 1

@@ -129,11 +129,13 @@ def upstream(config: dict, experiment, dataset, method, split) -> tuple[list[str
     experiment the registry or ``config`` does not know reads nothing."""
     try:
         exp = get(experiment)
-        runs = exp.run_inputs(config, dataset, method) if "runs" in exp.needs else []
+        needs = exp.job_needs(config, dataset, method)
+        runs = exp.run_inputs(config, dataset, method) if "runs" in needs else []
+        source = exp.runs_source(config, dataset, method)
     except (ConfigError, KeyError):
         return [], None
-    files = [job_path(exp.runs_of or experiment, d, m, split if k is None else k) for d, m, k in runs]
-    return files, (f"{experiment}/{dataset}/{method}/selection.csv" if "selection" in exp.needs else None)
+    files = [job_path(source, d, m, split if k is None else k) for d, m, k in runs]
+    return files, (f"{experiment}/{dataset}/{method}/selection.csv" if "selection" in needs else None)
 
 
 def _upstream_work(archive: Path, config: dict, path: str, memo: dict) -> tuple[frozenset, frozenset]:

@@ -57,8 +57,8 @@ def tasks(archive, config: dict) -> tuple[list[Task], dict[str, int]]:
             if not seconds:
                 left["untimed"] += 1
                 continue
-            deps = [(exp.runs_of or name, d, m, split if k is None else k)
-                    for d, m, k in exp.run_inputs(config, dataset, method)]
+            source = exp.runs_source(config, dataset, method)
+            deps = [(source, d, m, split if k is None else k) for d, m, k in exp.run_inputs(config, dataset, method)]
             out.append(Task((name, dataset, method, split), seconds, exp.threads(config, dataset), deps))
     return out, left
 

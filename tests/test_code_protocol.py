@@ -55,8 +55,8 @@ def test_table2_code_has_one_lambda_per_dataset_and_201_averaged_passes():
 def test_the_space_options_reach_the_estimator_and_bad_ones_are_one_error():
     est = table_estimator("M4N", "sequence_hamming", 4, 0.01, n_passes=1, oracle_iterations=20, warm_start=True,
                           random_state=0, space={"iterations_per_node": False}, options={"averaging": True})
-    assert isinstance(est.loss, Chain) and est.loss._spmp_iterations(20, 7) == 20 and est.averaging
-    assert make_space("sequence_hamming", 4)._spmp_iterations(20, 7) == 140
+    assert isinstance(est.loss, Chain) and est.loss.spmp_iteration_count(20, 7) == 20 and est.averaging
+    assert make_space("sequence_hamming", 4).spmp_iteration_count(20, 7) == 140
     with pytest.raises(StructpredError, match="takes no space options"):
         make_space("zero_one", 3, iterations_per_node=False)
 

@@ -76,7 +76,7 @@ def test_compiled_pairwise_pass_matches_the_generic_one(block_steps):
         pb = check_problem(sp, X, y, 0.05)
         rule.init(pb)
         if generic:
-            rule.kernels = GenericKernels(sp, pb.fmap, pb.y)
+            rule.kernels = GenericKernels(sp, pb.fmap, pb.y, pb.lam)
             rule.kernels.bcfw_pairwise_pass = GenericKernels.bcfw_pairwise_pass.__get__(rule.kernels)
         rng = np.random.default_rng(3)
         for _ in range(30):
@@ -172,13 +172,13 @@ def test_fixed_step_bcfw_converges_with_true_bounds_and_its_kernels_agree(loss, 
     pb = check_problem(sp, X, y, lam)
     out = []
     for compiled in (True, False):
-        k = GenericKernels(sp, pb.fmap, pb.y, pb.compiled if compiled else None)
+        k = GenericKernels(sp, pb.fmap, pb.y, pb.lam, pb.compiled if compiled else None)
         W, mu, W_avg = np.zeros(pb.fmap.weight_shape), pb.init_dual(), np.zeros(pb.fmap.weight_shape)
         ell, ell_avg, gaps = np.zeros(1), np.zeros(1), np.zeros(len(y))
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
         t = 0
         for _ in range(5):
-            t = k.bcfw_pass(W, mu, lam, order, t, averaging, W_avg, ell, ell_avg, gaps, True)
+            t = k.bcfw_pass(W, mu, order, t, averaging, W_avg, ell, ell_avg, gaps, True)
         out.append((W, mu, W_avg, ell, ell_avg))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

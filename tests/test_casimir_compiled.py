@@ -91,9 +91,10 @@ def test_passes_are_bitwise_those_of_the_generic_steps(method, hp, generic):
 def test_experiment_records_are_bitwise_those_of_the_generic_path(method, generic):
     parts = {"train": tagging(0, 30), "testa": tagging(1, 20), "testb": tagging(2, 20)}
     hp = dict(RUNS[0][1] if method == "SGD" else ADAPT, n_passes=2)
-    fast = casimir.train_run(parts, TAGS, method=method, hp=hp, c=0.1, seed_rng=np.random.default_rng(0))
+    job = casimir.NerJob(figure="fig2", c=0.1, method=method, variant="", hyper=hp, word_threshold=0, eval_every=1)
+    fast = casimir.train_run(parts, TAGS, job, np.random.default_rng(0))
     generic()
-    slow = casimir.train_run(parts, TAGS, method=method, hp=hp, c=0.1, seed_rng=np.random.default_rng(0))
+    slow = casimir.train_run(parts, TAGS, job, np.random.default_rng(0))
     same_history(fast, slow)
     assert fast[0]["train_objective"] == pytest.approx(np.mean([len(s) for s in parts["train"][1]]))
 

@@ -139,8 +139,9 @@ def test_one_run_records_every_epoch_from_w_zero(method):
 
     parts, tags = _toy_parts()
     X, _ = parts["train"]
-    records = casimir.train_run(parts, tags, method=method, hp=HYPER[method], c=0.1,
-                                seed_rng=np.random.default_rng(3))
+    job = casimir.NerJob(figure="fig2", c=0.1, method=method, variant="", hyper=HYPER[method], word_threshold=0,
+                         eval_every=1)
+    records = casimir.train_run(parts, tags, job, np.random.default_rng(3))
     assert [r["pass"] for r in records] == [0, 1, 2, 3]
     # w = 0: every score is 0, so each sentence's hinge is its length (unnormalised Hamming)
     assert records[0]["train_objective"] == pytest.approx(X.lengths.mean(), abs=1e-12)
@@ -156,8 +157,7 @@ def test_one_run_records_every_epoch_from_w_zero(method):
     space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
     assert records[0]["testb_objective"] == pytest.approx(
         primal_objective(Hinge(space), Xb, yb, np.zeros(2**16 - 1), 0.1 / X.n))
-    again = casimir.train_run(parts, tags, method=method, hp=HYPER[method], c=0.1,
-                              seed_rng=np.random.default_rng(3))
+    again = casimir.train_run(parts, tags, job, np.random.default_rng(3))
     strip = lambda recs: [{k: v for k, v in r.items() if k != "seconds"} for r in recs]  # noqa: E731
     assert strip(again) == strip(records)
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from structpred.errors import StructpredError
-from structpred.papers.m4n.tables import table_estimator
+from structpred.errors import ConfigError, StructpredError
+from structpred.papers.m4n.tables import M4NJob, table_estimator
 from structpred.papers.registry import get
 from structpred.outputs import Chain, make_space
 
@@ -53,12 +53,36 @@ def test_table2_code_has_one_lambda_per_dataset_and_201_averaged_passes():
 
 
 def test_the_space_options_reach_the_estimator_and_bad_ones_are_one_error():
-    est = table_estimator("M4N", "sequence_hamming", 4, 0.01, n_passes=1, oracle_iterations=20, warm_start=True,
-                          random_state=0, space={"iterations_per_node": False}, options={"averaging": True})
-    assert isinstance(est.loss, Chain) and est.loss._spmp_iterations(20, 7) == 20 and est.averaging
-    assert make_space("sequence_hamming", 4)._spmp_iterations(20, 7) == 140
+    job = M4NJob(task="seq", method="M4N", loss="sequence_hamming", n_labels=4, lambdas=[0.01], n_passes=1,
+                 oracle_iterations=20, warm_start=True, random_state=0, space={"iterations_per_node": False},
+                 options={"averaging": True})
+    est = table_estimator(job, 0.01)
+    assert isinstance(est.loss, Chain) and est.loss.spmp_iteration_count(20, 7) == 20 and est.averaging
+    assert make_space("sequence_hamming", 4).spmp_iteration_count(20, 7) == 140
     with pytest.raises(StructpredError, match="takes no space options"):
         make_space("zero_one", 3, iterations_per_node=False)
+
+
+def test_a_jobs_settings_are_one_object_checked_where_the_job_starts():
+    """The settings dict of every configured job (Table 1 and 2, the code protocol's, the converged
+    table's) builds the job's object; an unknown or a missing key, an unknown method or an M4N job
+    without its oracle's settings is one ConfigError line."""
+    for name in ("m4n_table1", "m4n_table2", "m4n_table1_code", "m4n_table2_code", "m4n_table1_converged"):
+        exp = get(name)
+        for dataset, method, split in exp.jobs(CONFIG)[:: 7]:
+            settings = exp.settings(CONFIG, dataset, method)
+            job = M4NJob.for_split(settings, n_labels=3, seed=0, dataset=dataset, split=split)
+            assert job.lambdas == tuple(settings["lambdas"]) and job.method == settings["method"]
+    good = get("m4n_table2").settings(CONFIG, "machine", "M4N-K10-warm")
+    make = lambda s: M4NJob.for_split(s, n_labels=3, seed=0, dataset="machine", split=0)  # noqa: E731
+    with pytest.raises(ConfigError, match=r"^M4NJob: unknown setting\(s\) lamdas; known: task, method"):
+        make({**good, "lamdas": [0.1]})
+    with pytest.raises(ConfigError, match=r"^M4NJob: missing setting\(s\) n_passes$"):
+        make({k: v for k, v in good.items() if k != "n_passes"})
+    with pytest.raises(ConfigError, match="unknown method 'SVM'"):
+        make({**good, "method": "SVM"})
+    with pytest.raises(ConfigError, match="M4N needs oracle_iterations and warm_start"):
+        make({**good, "warm_start": None})
 
 
 def _rows(values):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from structpred.papers.m4n.tables import fit_one_lambda
+from structpred.papers.m4n.tables import M4NJob, fit_one_lambda
 from structpred.papers.m4n.report import render_converged
 from structpred.papers.registry import get
 
@@ -45,19 +45,19 @@ def test_settings_reuse_table1_with_the_convergence_budget():
 
 def test_a_converged_fit_stops_at_its_certified_gap_and_records_it():
     parts = toy_parts()
-    kw = dict(loss="zero_one", n_labels=3, lam=0.05, oracle_iterations=20, warm_start=True, random_state=0,
-              eval_every=5)
+    kw = dict(task="mc", loss="zero_one", n_labels=3, lambdas=[0.05], oracle_iterations=20, warm_start=True,
+              random_state=0, eval_every=5)
     for method, extra in (("M3N", {"options": {"steps": "pairwise", "sampling": "gap", "block_steps": 5}}),
                           ("CRF", {}), ("M4N", {"options": {"game": "exact", "step": "line_search", "sampling": "gap"}})):
-        rec, hist = fit_one_lambda(parts, method=method, n_passes=3000, rtol=1e-3, **extra, **kw)
+        rec, hist = fit_one_lambda(parts, M4NJob(method=method, n_passes=3000, rtol=1e-3, **extra, **kw), 0.05)
         assert rec["rel_gap"] <= 1e-3 and rec["passes"] < 3000 and rec["passes"] % 5 == 0
         assert rec["passes"] == hist["pass"].iloc[-1]
         assert abs(rec["rel_gap"] - hist["gap"].iloc[-1] / hist["primal"].iloc[-1]) < 1e-15
         assert (hist["gap"].iloc[:-1] > 1e-3 * hist["primal"].iloc[:-1]).all()   # not earlier
-        capped, _ = fit_one_lambda(parts, method=method, n_passes=5, rtol=1e-12, **extra, **kw)
+        capped, _ = fit_one_lambda(parts, M4NJob(method=method, n_passes=5, rtol=1e-12, **extra, **kw), 0.05)
         assert capped["passes"] == 5 and capped["rel_gap"] > 1e-12    # the cap, recorded
     # without rtol: the paper-budget records are unchanged (no new metrics in its tables)
-    plain, _ = fit_one_lambda(parts, method="M3N", n_passes=5, **kw)
+    plain, _ = fit_one_lambda(parts, M4NJob(method="M3N", n_passes=5, **kw), 0.05)
     assert set(plain) == {"lam", "val_loss", "test_loss", "seconds", "gap"}
 
 

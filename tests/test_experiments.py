@@ -103,7 +103,7 @@ def test_job_settings_depend_only_on_the_job():
 def test_lambda_grid_in_parallel_gives_the_same_results():
     """``n_jobs`` only changes where the lambdas are fitted: records (but the timings), the
     selected lambda and the chosen history are the same as sequentially."""
-    from structpred.papers.m4n.tables import fit_lambda_grid
+    from structpred.papers.m4n.tables import M4NJob, fit_lambda_grid
 
     rng = np.random.default_rng(3)
     split = {}
@@ -111,9 +111,9 @@ def test_lambda_grid_in_parallel_gives_the_same_results():
         y = rng.integers(0, 3, size=n)
         split[f"X_{part}"] = rng.normal(size=(n, 4)) + y[:, None]
         split[f"y_{part}"] = y
-    kw = dict(method="M4N", loss="zero_one", n_labels=3, lambdas=[1.0, 0.1, 0.01], n_passes=3,
-              oracle_iterations=5, warm_start=True, random_state=0)
-    runs = [fit_lambda_grid(split, **kw, n_jobs=n) for n in (1, 2)]
+    job = M4NJob(task="mc", method="M4N", loss="zero_one", n_labels=3, lambdas=[1.0, 0.1, 0.01], n_passes=3,
+                 oracle_iterations=5, warm_start=True, random_state=0)
+    runs = [fit_lambda_grid(split, job, n_jobs=n) for n in (1, 2)]
     (rec1, hist1), (rec2, hist2) = runs
     drop = lambda recs: [{k: v for k, v in r.items() if k != "seconds"} for r in recs]  # noqa: E731
     assert drop(rec1) == drop(rec2)
@@ -149,7 +149,7 @@ def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_tab
     import yaml
 
     from structpred.data.discretize import bin_target
-    from structpred.tables.splits import build_split_features
+    from structpred.tables.splits import SplitFeatures, build_split_features
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     t1, sens = get("m4n_table1"), get("m4n_binning")
@@ -164,9 +164,9 @@ def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_tab
     rng = np.random.default_rng(0)
     target = np.exp(rng.normal(size=60))
     arrays = {"X": rng.normal(size=(60, 3)), "y": bin_target(target, 4, "equal_frequency")[0], "target": target}
-    kw = dict(view="toy", split=0, seed=0, fractions=[0.6, 0.2, 0.2], n_components=5)
-    plain = build_split_features(arrays, **kw)
-    binned = build_split_features(arrays, **kw, binning="equal_width")
+    kw = dict(seed=0, fractions=[0.6, 0.2, 0.2], n_components=5)
+    plain = build_split_features(arrays, SplitFeatures(**kw), view="toy", split=0)
+    binned = build_split_features(arrays, SplitFeatures(**kw, binning="equal_width"), view="toy", split=0)
     want, edges = bin_target(target, 4, "equal_width")
     for part in ("train", "val", "test"):
         np.testing.assert_array_equal(plain[f"y_{part}"], arrays["y"][plain[f"index_{part}"]])
@@ -174,7 +174,8 @@ def test_binning_reaches_the_split_features_and_the_sensitivity_table_reuses_tab
         np.testing.assert_array_equal(binned[f"X_{part}"], plain[f"X_{part}"])
     np.testing.assert_array_equal(binned["bin_edges"], edges)
     with pytest.raises(ConfigError, match="no regression target"):
-        build_split_features({"X": arrays["X"], "y": arrays["y"]}, **kw, binning="kmeans")
+        build_split_features({"X": arrays["X"], "y": arrays["y"]}, SplitFeatures(**kw, binning="kmeans"), view="toy",
+                             split=0)
 
 
 def test_audit_lists_every_binning_of_an_ordinal_view():

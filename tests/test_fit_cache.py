@@ -51,12 +51,12 @@ def test_a_stopped_job_resumes_from_its_finished_fits(split_file, tmp_path, monk
 
     calls, real, stop = [], m4n.fit_one_lambda, [3]    # the first run stops in its third fit
 
-    def fit(parts, *, lam, **settings):
+    def fit(parts, job, lam, checkpoint=None):
         calls.append(lam)
         if len(calls) == stop[0]:
             stop[0] = None
             raise SessionEnds
-        return real(parts, lam=lam, **settings)
+        return real(parts, job, lam, checkpoint)
 
     monkeypatch.setattr(m4n, "fit_one_lambda", fit)
     ckpt = tmp_path / "split0.fits"

@@ -122,11 +122,11 @@ def test_compiled_multiclass_pass_is_the_generic_one():
         sur.init_state(len(y))
         W = np.zeros(fm.weight_shape)
         mu = np.eye(4)[y]
-        k = GenericKernels(sp, fm, y, CompiledPasses(sp.compiled_oracles(fm, y)) if compiled else None)
+        k = GenericKernels(sp, fm, y, lam, CompiledPasses(sp.compiled_oracles(fm, y), lam) if compiled else None)
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
         gaps = np.full(len(y), np.inf)
         for _ in range(3):
-            k.gbcfw_pass(W, mu, lam, order, 0, sur, True, gaps)
+            k.gbcfw_pass(W, mu, order, 0, sur, True, gaps)
         out.append((W, mu, gaps))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, atol=1e-12)
@@ -172,11 +172,11 @@ def test_compiled_exact_game_pass_is_the_generic_one():
         sur = MaxMinMargin(sp, game="exact")
         sur.init_state(len(y))
         W, mu = np.zeros(fm.weight_shape), np.eye(4)[y]
-        k = GenericKernels(sp, fm, y, CompiledPasses(sp.compiled_oracles(fm, y)) if compiled else None)
+        k = GenericKernels(sp, fm, y, 0.05, CompiledPasses(sp.compiled_oracles(fm, y), 0.05) if compiled else None)
         order = np.random.default_rng(0).permutation(len(y)).astype(np.int64)
         gaps = np.full(len(y), np.inf)
         for line_search in (False, True, True):
-            k.gbcfw_pass(W, mu, 0.05, order, 0, sur, line_search, gaps)
+            k.gbcfw_pass(W, mu, order, 0, sur, line_search, gaps)
         out.append((W, mu, sur.gaps.copy(), gaps))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, atol=1e-12)
@@ -192,12 +192,12 @@ def test_block_gaps_are_the_frank_wolfe_gaps_and_gap_sampling_helps():
     res = gbcfw(MaxMinMargin(sp, game="exact"), X, y, 0.01, n_passes=3, random_state=0, step="line_search")
     W0, mu0 = res.W, res.mu
     scores = fm.scores(W0)
-    k = GenericKernels(sp, fm, y, CompiledPasses(sp.compiled_oracles(fm, y)))
+    k = GenericKernels(sp, fm, y, 0.01, CompiledPasses(sp.compiled_oracles(fm, y), 0.01))
     gaps = np.full(len(y), np.inf)
     for i in range(len(y)):
         sur = MaxMinMargin(sp, game="exact")
         sur.init_state(len(y))
-        k.gbcfw_pass(W0.copy(), mu0.copy(), 0.01, np.array([i], dtype=np.int64), 0, sur, True, gaps)
+        k.gbcfw_pass(W0.copy(), mu0.copy(), np.array([i], dtype=np.int64), 0, sur, True, gaps)
         best = sp.max_min_exact(scores[i]).value
         here = float(sp.min_loss(mu0[i])[0]) + scores[i] @ mu0[i]
         assert abs(gaps[i] - (best - here) / len(y)) < 1e-12 and gaps[i] >= -1e-15

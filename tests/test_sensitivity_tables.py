@@ -98,15 +98,16 @@ def test_protocol_variants_share_table1s_rows_and_report_losses_in_absolute_unit
     assert {r["variant"] for r in rows} == {"table1"} and {r["dataset"] for r in rows} == {"machine"}
     # the same split and centres as a Table 1 job: run_job on the same features gives the same rows
     from structpred.data.store import load
-    from structpred.papers.m4n.tables import run_job
-    from structpred.tables.splits import build_split_features
+    from structpred.papers.m4n.tables import M4NJob, run_job
+    from structpred.tables.splits import SplitFeatures, build_split_features
 
     arrays, _ = load(ordinal_view)
     s = _tiny(exp.settings(CONFIG, "machine@table1", "M3N"))
-    f = build_split_features(arrays, view="machine", split=1, seed=0, fractions=s["fractions"], n_components=10,
-                             binning="kmeans")
-    direct, _ = run_job(f, {"n_labels": 4}, experiment="m4n_ordinal_protocol", dataset="machine", method="M3N",
-                        split_index=1, settings=s, seed=0)
+    f = build_split_features(arrays, SplitFeatures(fractions=s["fractions"], n_components=10, seed=0, binning="kmeans"),
+                             view="machine", split=1)
+    fits = {k: s[k] for k in get("m4n_table1").settings(CONFIG, "machine", "M3N")}   # Table 1's keys, tiny values
+    job = M4NJob.for_split(fits, n_labels=4, seed=0, dataset="machine", split=1)
+    direct, _ = run_job(f, job, experiment="m4n_ordinal_protocol", dataset="machine", method="M3N", split_index=1)
     strip = lambda rs: [{k: v for k, v in r.items() if k != "variant"} for r in rs if r["metric"] != "seconds"]  # noqa: E731
     assert strip(rows) == strip(direct)
     # trained on |i - j| / 3, the losses are reported in |i - j| (integers over the test rows, times 1/n)

@@ -31,8 +31,9 @@ def passes(space, X, y, compiled, lam=0.05, n_passes=3, line_search=False, avera
     problem = check_problem(space, X, y, lam)
     sur = MaxMinMargin(space, **sur_kw)
     sur.init_state(problem.n)
-    kern = GenericKernels(space, problem.fmap, problem.y,
-                          CompiledPasses(space.compiled_oracles(problem.fmap, problem.y)) if compiled else None, sur)
+    kern = GenericKernels(space, problem.fmap, problem.y, lam,
+                          CompiledPasses(space.compiled_oracles(problem.fmap, problem.y), lam) if compiled else None,
+                          sur)
     W = np.zeros(problem.fmap.weight_shape)
     W_avg = np.zeros_like(W) if averaging else None
     mu = problem.init_dual()
@@ -41,7 +42,7 @@ def passes(space, X, y, compiled, lam=0.05, n_passes=3, line_search=False, avera
     t = 0
     for _ in range(n_passes):
         order = rng.permutation(problem.n).astype(np.int64)
-        t = kern.gbcfw_pass(W, mu, lam, order, t, sur, line_search, gaps, W_avg)
+        t = kern.gbcfw_pass(W, mu, order, t, sur, line_search, gaps, W_avg)
     return kern, dict(W=W, W_avg=W_avg, mu=mu, gaps=gaps, oracle_gaps=sur.gaps, LMU=sur.LMU, LNU=sur.LNU, t=t)
 
 
@@ -96,12 +97,12 @@ def test_the_exact_game_runs_in_the_generic_loop():
     X, y = data(n=5, R=3, Tmax=3)
     space = Chain(3)
     problem = check_problem(space, X, y, 0.1)
-    compiled = CompiledPasses(space.compiled_oracles(problem.fmap, problem.y))
+    compiled = CompiledPasses(space.compiled_oracles(problem.fmap, problem.y), problem.lam)
     assert compiled.serves("gbcfw_pass", MaxMinMargin(space))
     assert not compiled.serves("gbcfw_pass", MaxMinMargin(space, game="exact"))
     assert compiled.serves("sdca_pass") and compiled.serves("bcfw_pass")
     assert not compiled.serves("bcfw_pairwise_pass")     # pairwise steps: dense blocks only
-    k = GenericKernels(space, problem.fmap, problem.y, compiled, MaxMinMargin(space, game="exact"))
+    k = GenericKernels(space, problem.fmap, problem.y, problem.lam, compiled, MaxMinMargin(space, game="exact"))
     assert k.gbcfw_pass.__func__ is GenericKernels.gbcfw_pass
 
 
@@ -138,11 +139,11 @@ def test_non_finite_scores_are_one_clear_error():
     problem = check_problem(space, X, y, 0.1)
     sur = MaxMinMargin(space)
     sur.init_state(problem.n)
-    k = GenericKernels(space, problem.fmap, problem.y, CompiledPasses(space.compiled_oracles(problem.fmap, problem.y)),
-                       sur)
+    k = GenericKernels(space, problem.fmap, problem.y, problem.lam,
+                       CompiledPasses(space.compiled_oracles(problem.fmap, problem.y), problem.lam), sur)
     W = np.full(problem.fmap.weight_shape, np.nan)
     with pytest.raises(StructpredError, match="NaN or infinite"):
-        k.gbcfw_pass(W, problem.init_dual(), 0.1, np.arange(4, dtype=np.int64), 0, sur, False, np.zeros(4))
+        k.gbcfw_pass(W, problem.init_dual(), np.arange(4, dtype=np.int64), 0, sur, False, np.zeros(4))
 
 
 @pytest.mark.parametrize("T", [1, 2, 7])
@@ -173,20 +174,20 @@ def test_the_kernels_mix_is_mix_warm_state(T):
 
 def dual_passes(rule, space, X, y, compiled, lam=0.05, n_passes=3, **kw):
     problem = check_problem(space, X, y, lam)
-    kern = GenericKernels(space, problem.fmap, problem.y,
-                          CompiledPasses(space.compiled_oracles(problem.fmap, problem.y)) if compiled else None)
+    kern = GenericKernels(space, problem.fmap, problem.y, lam,
+                          CompiledPasses(space.compiled_oracles(problem.fmap, problem.y), lam) if compiled else None)
     W = np.zeros(problem.fmap.weight_shape)
     mu = problem.init_dual()
     rng = np.random.default_rng(2)
     out = dict(W=W, mu=mu)
     if rule == "sdca":
         for _ in range(n_passes):
-            kern.sdca_pass(W, mu, lam, rng.permutation(problem.n).astype(np.int64))
+            kern.sdca_pass(W, mu, rng.permutation(problem.n).astype(np.int64))
         return kern, out
     W_avg, ell, ell_avg, gaps = np.zeros_like(W), np.zeros(1), np.zeros(1), np.zeros(problem.n)
     t = 0
     for _ in range(n_passes):
-        t = kern.bcfw_pass(W, mu, lam, rng.permutation(problem.n).astype(np.int64), t, True, W_avg, ell, ell_avg,
+        t = kern.bcfw_pass(W, mu, rng.permutation(problem.n).astype(np.int64), t, True, W_avg, ell, ell_avg,
                            gaps, **kw)
     out.update(W_avg=W_avg, ell=ell, ell_avg=ell_avg, gaps=gaps)
     return kern, out

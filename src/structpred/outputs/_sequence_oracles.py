@@ -12,10 +12,13 @@ SP-MP warm states ``(theta, log nu)`` on two more (``theta`` at ``mo``, ``log nu
 solver's and the surrogate's per-sample lists to views of them, so both keep seeing their blocks.
 
 One oracle call is the generic one (``Chain._max_min_one`` then ``Chain.mix_warm_state``):
-SP-MP with ``n_iter T`` iterations from the warm state, the averages made exactly feasible, the
-lower bound ``sum_t w_t min_j (C mu_t)_j + <v, mu>``, the upper bound by Viterbi against ``nu``,
-and the warm state mixed with the uniform distribution in the mean parameters, folded into the
-kernel (the last iterate's marginals from its scaled potentials, not a separate sum-product).
+SP-MP from the warm state with the iterations the space counts for the sample
+(``Chain.spmp_iteration_count``, the one place of ``iterations_per_node``'s rule, which
+:meth:`SequenceChainOracles.iterations` asks once per sample), the averages made exactly
+feasible, the lower bound ``sum_t w_t min_j (C mu_t)_j + <v, mu>``, the upper bound by Viterbi
+against ``nu``, and the warm state mixed with the uniform distribution in the mean parameters,
+folded into the kernel (the last iterate's marginals from its scaled potentials, not a separate
+sum-product).
 The same math, but sums the generic path leaves to BLAS or numpy run in loops here, so results
 agree to round-off, not bitwise (``tests/test_sequence_oracles.py``).
 """
@@ -39,8 +42,9 @@ from structpred.outputs._tree_kernels import make_feasible
 #: SP-MP's step per sample, and work for the norm (weights' shape) and for a block
 SequenceChainBundle = namedtuple("SequenceChainBundle", ["frames", "off", "mo", "row0", "y", "pw", "C", "kind",
                                                          "offset", "eta", "work", "dvec"])
-#: SP-MP's settings, the flat warm states, the per-sample gaps and work (per pass)
-SequenceChainGame = namedtuple("SequenceChainGame", ["n_iter", "per_node", "warm", "warm_mix", "LMU", "LNU", "gaps",
+#: SP-MP's settings (``n_iter``: each sample's iterations), the flat warm states, the per-sample
+#: gaps and work (per pass)
+SequenceChainGame = namedtuple("SequenceChainGame", ["n_iter", "warm", "warm_mix", "LMU", "LNU", "gaps",
                                                      "Lw", "nu", "Ua", "lab", "parents"])
 
 
@@ -136,7 +140,7 @@ def _maxmin(b, game, i, v, mubar):
     node = mubar[: T * R].reshape(T, R)
     edge = mubar[T * R:].reshape(T - 1, R, R)
     nu = game.nu[:T]
-    n_iter = game.n_iter * T if game.per_node else game.n_iter
+    n_iter = game.n_iter[i]
     # the warm state's mix happens in the kernel, after the iterations: the bounds below use
     # only the averages, which it leaves alone
     spmp(U, P, Lw, b.kind, b.eta[i], n_iter, thU, thP, lnu, node, edge, nu, game.warm_mix if game.warm else 0.0)
@@ -306,6 +310,8 @@ class SequenceChainOracles:
             np.ascontiguousarray(space.node_loss), np.int64(space._kind), float(space.loss_offset),
             np.array([space.spmp_step(int(T)) for T in lengths]), np.zeros(fmap.weight_shape), np.empty(dims.max()))
         self.Tmax = int(lengths.max())
+        self.lengths = lengths
+        self._iterations: dict[int, np.ndarray] = {}   # SP-MP's n_iter -> each sample's iterations
         self._mu = self._lmu = self._lnu = None
 
     def bundle(self, oracle=None) -> SequenceChainBundle:
@@ -322,6 +328,14 @@ class SequenceChainOracles:
         """SP-MP is compiled; the exact game runs in the generic loop."""
         return surrogate.game == "spmp"
 
+    def iterations(self, n_iter: int) -> np.ndarray:
+        """SP-MP's iterations of each sample's oracle call with ``n_iter``, as the space counts them
+        (:meth:`~structpred.outputs.node_loss.NodeLoss.spmp_iteration_count`)."""
+        if n_iter not in self._iterations:
+            self._iterations[n_iter] = np.array([self.space.spmp_iteration_count(n_iter, int(T)) for T in self.lengths],
+                                                dtype=np.int64)
+        return self._iterations[n_iter]
+
     def game(self, surrogate) -> SequenceChainGame:
         """SP-MP's settings and the surrogate's warm states (lists rebound to views of two flat
         arrays; cold entries ``theta = 0``, ``log nu = -log R``) for one pass."""
@@ -333,7 +347,7 @@ class SequenceChainOracles:
         self._lmu = _rebind(s.LMU, self._lmu, b.mo, 0.0)
         self._lnu = _rebind(s.LNU, self._lnu, R * b.off, -np.log(R))
         Tm = self.Tmax
-        return SequenceChainGame(np.int64(s.n_iter), bool(s.space.iterations_per_node), bool(s.warm_start),
+        return SequenceChainGame(self.iterations(s.n_iter), bool(s.warm_start),
                                  float(s.warm_mix), self._lmu, self._lnu, s.gaps, np.empty((Tm, R, R)),
                                  np.empty((Tm, R)), np.empty((Tm, R)), np.empty(Tm, dtype=np.int64),
                                  np.arange(-1, Tm - 1).astype(np.int64))

@@ -422,7 +422,7 @@ class Chain(NodeLoss, OutputSpace, LossAugmented, TopK, Marginals, MaxMin, Exact
         nu = np.empty((T, R))
         thU = theta[: T * R].reshape(T, R)
         thP = theta[T * R:].reshape(T - 1, R, R)
-        K_.spmp(U, P, self.weighted_loss(T), self._kind, self.spmp_step(T), self._spmp_iterations(n_iter, T),
+        K_.spmp(U, P, self.weighted_loss(T), self._kind, self.spmp_step(T), self.spmp_iteration_count(n_iter, T),
                 thU, thP, lnu.reshape(T, R), mu_node, mu_edge, nu)
         TK.make_feasible(TK.chain_parents(T), mu_node, mu_edge, nu)
         lower = self._maxmin_lower(v, mu)

@@ -284,7 +284,11 @@ class NodeLoss:
             raise StructpredError(f"warm state does not fit a {self.name} of {T} nodes")
         return theta, lnu
 
-    def _spmp_iterations(self, n_iter: int, T: int) -> int:
+    def spmp_iteration_count(self, n_iter: int, T: int) -> int:
+        """SP-MP's iterations of one max-min call with ``n_iter`` on ``T`` nodes: ``n_iter T`` with
+        ``iterations_per_node``, else ``n_iter``.  The one place of this rule: ``max_min`` runs it,
+        and the compiled sequence oracles take its count per sample
+        (``_sequence_oracles.SequenceChainOracles.iterations``)."""
         return n_iter * T if self.iterations_per_node else n_iter
 
     def _maxmin_lower(self, v, mu) -> float:

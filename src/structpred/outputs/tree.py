@@ -248,9 +248,9 @@ class Tree(NodeLoss, OutputSpace, LossAugmented, Marginals, MaxMin, ExactMaxMin,
         mu_node = mu[: T * R].reshape(T, R)
         mu_edge = mu[T * R:].reshape(T - 1, R, R)
         nu = np.empty((T, R))
-        TK.spmp(parents, U, P, self.weighted_loss(T), self._kind, self.spmp_step(T), self._spmp_iterations(n_iter, T),
-                theta[: T * R].reshape(T, R), theta[T * R:].reshape(T - 1, R, R), lnu.reshape(T, R),
-                mu_node, mu_edge, nu)
+        TK.spmp(parents, U, P, self.weighted_loss(T), self._kind, self.spmp_step(T),
+                self.spmp_iteration_count(n_iter, T), theta[: T * R].reshape(T, R),
+                theta[T * R:].reshape(T - 1, R, R), lnu.reshape(T, R), mu_node, mu_edge, nu)
         TK.make_feasible(parents, mu_node, mu_edge, nu)
         mu = attach_parents(mu, parents)
         lower = self._maxmin_lower(v, mu)

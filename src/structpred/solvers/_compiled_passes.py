@@ -346,14 +346,16 @@ def svrg_pass(b, W, D, inner_sum, rho, beta, order, answers):
 
 
 class CompiledPasses:
-    """The passes above bound to a space's compiled oracles (``space.compiled_oracles``), with the
-    signatures of :class:`~structpred.solvers._generic_kernels.GenericKernels`; only the passes
+    """The passes above bound to a space's compiled oracles (``space.compiled_oracles``) and the
+    problem's regularisation ``lam`` (:attr:`Problem.compiled <structpred.solvers.problem.Problem.compiled>`
+    builds them), with the signatures of :class:`~structpred.solvers._generic_kernels.GenericKernels`; only the passes
     its oracles serve (``oracles.passes``) are set, with its ``evaluate``; a space whose oracles
     give BCFW's Frank-Wolfe ``corner`` (for the generic BCFW loop, its blocks not being rows of
     one array) gets the compiled move ``toward`` on its ``add`` too."""
 
-    def __init__(self, oracles):
+    def __init__(self, oracles, lam: float):
         self.space_oracles = oracles
+        self.lam = lam
         #: the surrogate oracles (``pass_oracle()`` names) whose primal passes are compiled
         self.oracles = oracles.oracles
         for name in oracles.passes:
@@ -364,18 +366,18 @@ class CompiledPasses:
             self.corner = oracles.corner
             self.toward = partial(bcfw_move, oracles.bundle(("loss_augmented", ())))
 
-    def _bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
+    def _bcfw_pass(self, W, mu, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
         o = self.space_oracles
-        return bcfw_pass(o.bundle(None), W, o.dual_array(mu), lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
+        return bcfw_pass(o.bundle(None), W, o.dual_array(mu), self.lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
                          False, 1, fixed)
 
-    def _bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
-        return bcfw_pass(self.space_oracles.bundle(None), W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
+    def _bcfw_pairwise_pass(self, W, mu, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
+        return bcfw_pass(self.space_oracles.bundle(None), W, mu, self.lam, order, t0, averaging, W_avg, ell, ell_avg, gaps,
                          True, block_steps, False)
 
-    def _gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps, W_avg=None):
+    def _gbcfw_pass(self, W, mu, order, t0, surrogate, line_search, gaps, W_avg=None):
         o = self.space_oracles
-        t = gbcfw_pass(o.bundle(None), o.game(surrogate), W, o.dual_array(mu), lam, order, t0, line_search, gaps,
+        t = gbcfw_pass(o.bundle(None), o.game(surrogate), W, o.dual_array(mu), self.lam, order, t0, line_search, gaps,
                        W_avg is not None, np.zeros((1, 1)) if W_avg is None else W_avg)
         if not np.all(np.isfinite(W)):
             raise StructpredError("scores contain NaN or infinite values")
@@ -388,13 +390,13 @@ class CompiledPasses:
             return False
         return name != "gbcfw_pass" or surrogate is None or self.space_oracles.serves_game(surrogate)
 
-    def _sdca_pass(self, W, mu, lam, order):
+    def _sdca_pass(self, W, mu, order):
         o = self.space_oracles
-        sdca_pass(o.bundle(None), W, o.dual_array(mu), lam, order)
+        sdca_pass(o.bundle(None), W, o.dual_array(mu), self.lam, order)
 
-    def _sgd_pass(self, W, W_avg, order, t, eta0, t0, lam, oracle) -> int:
+    def _sgd_pass(self, W, W_avg, order, t, eta0, t0, oracle) -> int:
         o = self.space_oracles
-        t = sgd_pass(o.bundle(oracle), W, W_avg, order, t, eta0, t0, lam)
+        t = sgd_pass(o.bundle(oracle), W, W_avg, order, t, eta0, t0, self.lam)
         o.check(t >= 0)
         return int(t)
 

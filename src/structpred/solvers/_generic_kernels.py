@@ -33,14 +33,17 @@ DUAL_LOOPS = ("bcfw_pass", "bcfw_pairwise_pass", "gbcfw_pass", "sdca_pass")
 
 class GenericKernels:
     """Per-pass loops over samples calling the oracles of ``space`` through the map ``fmap``
-    (labels ``y``); each loop that ``compiled`` (the space's compiled passes) serves, for the
+    (labels ``y``) for the problem's regularisation ``lam`` (:meth:`Problem.pass_kernels
+    <structpred.solvers.problem.Problem.pass_kernels>` builds them: the rules never relay ``lam``);
+    each loop that ``compiled`` (the space's compiled passes) serves, for the
     max-min ``surrogate`` where the loop calls its oracle, replaces the generic one, and so do its
     ``corner`` / ``toward`` (BCFW's step on one block)."""
 
-    def __init__(self, space, fmap, y, compiled=None, surrogate=None):
+    def __init__(self, space, fmap, y, lam: float, compiled=None, surrogate=None):
         self.space = space
         self.fmap = fmap
         self.y = y
+        self.lam = lam
         self.active = None  # per-block active sets of the pairwise steps (created on first use)
         for name in DUAL_LOOPS:
             if compiled is not None and compiled.serves(name, surrogate):
@@ -71,13 +74,13 @@ class GenericKernels:
             rho = 2.0 / (t + 2.0)
             _dense.mix(W_avg, 1.0 - rho, W, rho)
 
-    def bcfw_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
+    def bcfw_pass(self, W, mu, order, t0, averaging, W_avg, ell, ell_avg, gaps, fixed=False):
         """One BCFW pass (Lacoste-Julien et al. 2013, Alg. 4) with exact line search at each
         block's Frank-Wolfe corner (:meth:`corner`), or with ``fixed`` the step ``2n / (t + 2n)``
         (Alg. 3); same contract as the compiled ``bcfw_pass``:
         ``ell[0]`` tracks ``(1/n) sum_i L(y_i, mu_i)`` (affine loss, constant included),
         ``gaps[i]`` receives block i's gap at its visit."""
-        n = self.fmap.n
+        n, lam = self.fmap.n, self.lam
         scale = 1.0 / (lam * n)
         t = t0
         for i in order:
@@ -98,7 +101,7 @@ class GenericKernels:
             t += 1
         return t
 
-    def bcfw_pairwise_pass(self, W, mu, lam, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
+    def bcfw_pairwise_pass(self, W, mu, order, t0, averaging, W_avg, ell, ell_avg, gaps, block_steps):
         """One BCFW pass with pairwise steps over each block's active set (Lacoste-Julien &
         Jaggi 2015; Osokin et al. 2016).
 
@@ -110,7 +113,7 @@ class GenericKernels:
         over the set) to the best corner ``s`` (the oracle's answer at the first step, the
         set's best at the scores recomputed after each step: the cached answers).  Each step is
         the exact maximiser of the dual on its segment, so ``mu_i`` stays in the polytope."""
-        sp, fm, y = self.space, self.fmap, self.y
+        sp, fm, y, lam = self.space, self.fmap, self.y, self.lam
         n = fm.n
         scale = 1.0 / (lam * n)
         if self.active is None:
@@ -150,7 +153,7 @@ class GenericKernels:
             t += 1
         return t
 
-    def gbcfw_pass(self, W, mu, lam, order, t0, surrogate, line_search, gaps, W_avg=None):
+    def gbcfw_pass(self, W, mu, order, t0, surrogate, line_search, gaps, W_avg=None):
         """One GBCFW pass (M4N Algorithm 1, step ``2n / (t + 2n)``, or with ``line_search`` the
         dual's maximiser on the segment, :func:`envelope_step`) with the max-min surrogate's
         warm-started oracle (:meth:`MaxMinMargin.oracle`); ``gaps[i]`` receives block i's
@@ -158,7 +161,7 @@ class GenericKernels:
         weighted average of the iterates is kept there (:func:`average_weights`)."""
         sp, fm = self.space, self.fmap
         n = fm.n
-        scale = 1.0 / (lam * n)
+        scale = 1.0 / (self.lam * n)
         t = t0
         for i in order:
             v = fm.score(i, W)
@@ -178,13 +181,13 @@ class GenericKernels:
             t += 1
         return t
 
-    def sdca_pass(self, W, mu, lam, order):
+    def sdca_pass(self, W, mu, order):
         """One SDCA pass for the CRF with the step of Le Priol et al. (2018): move the dual
         block towards the marginals of the current score, ``mu_i + g (q_i - mu_i)``, with
         ``g`` maximising the dual ``(1/n) sum H(mu_i) - lam/2 ||W||^2`` on the segment."""
         sp, fm = self.space, self.fmap
         n = fm.n
-        scale = 1.0 / (lam * n)
+        scale = 1.0 / (self.lam * n)
         for i in order:
             v = fm.score(i, W)
             d = sp.marginals(v) - mu[i]

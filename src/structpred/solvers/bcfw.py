@@ -69,8 +69,7 @@ class BCFW(GapSampling, StepRule):
         self.init_gaps(problem.n)
 
     def epoch(self, order) -> None:
-        args = (self.W, self.mu, self.problem.lam, order, self.t, self.averaging, self.W_avg, self.ell, self.ell_avg,
-                self.gaps)
+        args = (self.W, self.mu, order, self.t, self.averaging, self.W_avg, self.ell, self.ell_avg, self.gaps)
         if self.steps == "pairwise":
             self.t = self.kernels.bcfw_pairwise_pass(*args, self.block_steps)
         else:

@@ -62,8 +62,8 @@ class GBCFW(GapSampling, StepRule):
         self.init_gaps(problem.n)
 
     def epoch(self, order) -> None:
-        self.t = self.kernels.gbcfw_pass(self.W, self.mu, self.problem.lam, order, self.t, self.surrogate,
-                                         self.step == "line_search", self.gaps, self.W_avg)
+        self.t = self.kernels.gbcfw_pass(self.W, self.mu, order, self.t, self.surrogate, self.step == "line_search",
+                                         self.gaps, self.W_avg)
         self.oracle_calls += len(order)
         self.passes += 1
 

@@ -37,13 +37,13 @@ class Problem:
         """The step rules' compiled passes on the space's compiled oracles for this map and
         labels (``space.compiled_oracles``), or ``None``."""
         oracles = self.space.compiled_oracles(self.fmap, self.y)
-        return None if oracles is None else CompiledPasses(oracles)
+        return None if oracles is None else CompiledPasses(oracles, self.lam)
 
     def pass_kernels(self, surrogate=None):
         """Per-pass loops of the dual solvers: the compiled ones where the space's oracles serve
         them for this map (and for the max-min ``surrogate``'s oracle, GBCFW's), else the generic
-        loop over its public oracles."""
-        return GenericKernels(self.space, self.fmap, self.y, self.compiled, surrogate)
+        loop over its public oracles; both for this problem's ``lam``, so the rules never relay it."""
+        return GenericKernels(self.space, self.fmap, self.y, self.lam, self.compiled, surrogate)
 
     def primal_kernels(self, surrogate):
         """The compiled passes when the space's oracles compile the surrogate's oracle

@@ -32,7 +32,7 @@ class SDCA(StepRule):
         self.mu = problem.init_dual()
 
     def epoch(self, order) -> None:
-        self.kernels.sdca_pass(self.W, self.mu, self.problem.lam, order)
+        self.kernels.sdca_pass(self.W, self.mu, order)
         self.oracle_calls += len(order)
 
     def objectives(self) -> dict:

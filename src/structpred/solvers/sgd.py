@@ -52,7 +52,7 @@ class SGD(StepRule):
         if self.kernels is None:
             super().epoch(order)
             return
-        self.t = self.kernels.sgd_pass(self.W, self.W_avg, order, self.t, self.eta0, self.t0, self.problem.lam,
+        self.t = self.kernels.sgd_pass(self.W, self.W_avg, order, self.t, self.eta0, self.t0,
                                        self.surrogate.pass_oracle())
         self.oracle_calls += len(order)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from structpred.data.discretize import bin_target
 from structpred.errors import ConfigError
 from structpred.features import NystromGaussian, Sequences
 from structpred.io import atomic_path
+from structpred.tables.job import JobSettings
 from structpred.tables.seeding import int_seed, rng_for
 
 log = logging.getLogger(__name__)
@@ -47,19 +49,25 @@ def _positions(offsets: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.nd
     return rows, np.r_[0, np.cumsum(lengths)].astype(np.int64)
 
 
-def build_split_features(
-    arrays: dict[str, np.ndarray],
-    *,
-    view: str,
-    split: int,
-    seed: int,
-    fractions,
-    n_components: int,
-    whiten: bool = False,
-    subsample: int | None = None,
-    binning: str | None = None,
-) -> dict[str, np.ndarray]:
-    """Split (X, y) and map it through Nystrom Gaussian features fitted on the training part.
+@dataclass(frozen=True)
+class SplitFeatures(JobSettings):
+    """What defines a split's feature file (an experiment's ``feature_settings``, checked):
+    ``fractions`` of the train / validation / test parts, ``n_components`` Nystrom centres
+    (``whiten``: with ``K_mm^-1/2``), a ``subsample`` of the view's rows (``None``: all), the
+    ``binning`` of an ordinal view's target (``None``: the view's labels) and the config's ``seed``."""
+
+    fractions: tuple
+    n_components: int
+    seed: int
+    whiten: bool = False
+    subsample: int | None = None
+    binning: str | None = None
+
+
+def build_split_features(arrays: dict[str, np.ndarray], features: SplitFeatures, *, view: str,
+                         split: int) -> dict[str, np.ndarray]:
+    """Split (X, y) of ``view`` and map it through Nystrom Gaussian features fitted on the
+    training part, as ``features`` says.
 
     ``whiten=False`` is the M4N reference code's map (standardised K(x, centres), no K_mm^-1/2).
     The subsample (e.g. 15000 letter rows) is drawn once per view, independently of the
@@ -74,18 +82,19 @@ def build_split_features(
     X = arrays["X"]
     y = arrays["Y"] if "Y" in arrays else arrays["y"]  # label rankings: (n, M) rank positions
     extra = {}
-    if binning is not None:
+    if features.binning is not None:
         if "target" not in arrays:
-            raise ConfigError(f"binning {binning!r} asked for {view}, which has no regression target")
-        y, extra["bin_edges"] = bin_target(arrays["target"], int(y.max()) + 1, binning)
-        log.info("%s: %s bins, counts %s, edges %s", view, binning, np.bincount(y, minlength=extra["bin_edges"].shape[0] - 1).tolist(),
+            raise ConfigError(f"binning {features.binning!r} asked for {view}, which has no regression target")
+        y, extra["bin_edges"] = bin_target(arrays["target"], int(y.max()) + 1, features.binning)
+        log.info("%s: %s bins, counts %s, edges %s", view, features.binning, np.bincount(y, minlength=extra["bin_edges"].shape[0] - 1).tolist(),
                  np.array2string(extra["bin_edges"], precision=4))
-    nys = NystromGaussian(n_components=n_components, whiten=whiten,
-                          random_state=int_seed(seed, view, "nystrom", split))
+    nys = NystromGaussian(n_components=features.n_components, whiten=features.whiten,
+                          random_state=int_seed(features.seed, view, "nystrom", split))
     if "offsets" in arrays:
         offsets = arrays["offsets"]
-        keep = subsample_indices(len(offsets) - 1, subsample, rng_for(seed, view, "subsample"))
-        parts = dict(zip(("train", "val", "test"), random_split(len(keep), fractions, rng_for(seed, view, "split", split))))
+        keep = subsample_indices(len(offsets) - 1, features.subsample, rng_for(features.seed, view, "subsample"))
+        parts = dict(zip(("train", "val", "test"),
+                         random_split(len(keep), features.fractions, rng_for(features.seed, view, "split", split))))
         rows = {p: _positions(offsets, keep[idx]) for p, idx in parts.items()}
         nys.fit(X[rows["train"][0]])
         out = {}
@@ -94,9 +103,9 @@ def build_split_features(
             out.update({f"X_{p}": nys.transform(X[r]), f"y_{p}": y[r], f"offsets_{p}": off,
                         f"index_{p}": keep[idx]})
         return out
-    keep = subsample_indices(len(y), subsample, rng_for(seed, view, "subsample"))
+    keep = subsample_indices(len(y), features.subsample, rng_for(features.seed, view, "subsample"))
     X, y = X[keep], y[keep]
-    tr, va, te = random_split(len(y), fractions, rng_for(seed, view, "split", split))
+    tr, va, te = random_split(len(y), features.fractions, rng_for(features.seed, view, "split", split))
     nys.fit(X[tr])
     return {
         "X_train": nys.transform(X[tr]), "y_train": y[tr],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,7 @@ from structpred.solvers import BCFW, SGD, SVRG, CasimirSVRG
 from structpred.solvers.driver import run
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import Hinge, TopKSmoothedHinge
+from structpred.tables.job import JobSettings
 from structpred.tables.seeding import rng_for
 from structpred.tables.significance import BEST_COLUMNS, best_tests
 
@@ -93,11 +95,34 @@ def run_settings(section: dict, figure: str, c: float, method: str, swept: dict)
 
 
 def job_settings(section: dict, run: dict, hyper: dict) -> dict:
-    """Everything one job depends on: its run's names, hyper-parameters ``hyper`` and the block's
-    data and evaluation settings."""
+    """Everything one job depends on (the settings dict of a :class:`NerJob`): its run's names,
+    hyper-parameters ``hyper`` and the block's data and evaluation settings."""
     return {"figure": run["figure"], "c": run["c"], "method": run["method"], "variant": run["variant"],
             "hyper": hyper, "word_threshold": section["word_threshold"], "eval_every": section["eval_every"],
             "subsample": section.get("subsample")}
+
+
+def casimir_lam(c: float, n: int) -> float:
+    """The regularisation of Casimir's ``c`` on ``n`` training examples, ``lam = c / n``: the one
+    place the NER and VOC experiments convert it."""
+    return c / n
+
+
+@dataclass(frozen=True)
+class NerJob(JobSettings):
+    """One NER run's settings (:func:`job_settings`'s dict, checked), handed whole to
+    :func:`train_run`: the figure, ``c``, the method and its variant, its hyper-parameters
+    ``hyper`` (:func:`make_rule`'s, with ``n_passes``), the word-count threshold of the features,
+    the passes between evaluations and the parts' ``subsample``."""
+
+    figure: str
+    c: float
+    method: str
+    variant: str
+    hyper: dict
+    word_threshold: int
+    eval_every: int
+    subsample: dict | None = None
 
 
 def make_rule(method: str, hp: dict, space):
@@ -175,14 +200,15 @@ def train_curve(problem, evaluate, rule, *, n_passes: int, seed_rng, eval_every:
     return records
 
 
-def train_run(parts, tags, *, method: str, hp: dict, c: float, seed_rng, eval_every: int = 1):
-    """One NER run (:func:`train_curve` on the chain of ``tags`` with ``lam = c / n``)."""
+def train_run(parts, tags, job: NerJob, seed_rng):
+    """One NER run (:func:`train_curve` of the job's method on the chain of ``tags`` with ``lam =
+    c / n``, :func:`casimir_lam`)."""
     X, y = parts["train"]
     space = Chain(len(tags), "hamming", normalize=False, joint_map="hashed_window")
-    problem = check_problem(space, X, y, c / X.n)
+    problem = check_problem(space, X, y, casimir_lam(job.c, X.n))
     held_out = HeldOut(problem, {p: parts[p] for p in HELD_OUT}, tags)
-    return train_curve(problem, held_out, make_rule(method, hp, space), n_passes=hp["n_passes"],
-                       seed_rng=seed_rng, eval_every=eval_every)
+    return train_curve(problem, held_out, make_rule(job.method, job.hyper, space), n_passes=job.hyper["n_passes"],
+                       seed_rng=seed_rng, eval_every=job.eval_every)
 
 
 class CurveFigures(Experiment):
@@ -273,20 +299,19 @@ class NerFigures(CurveFigures):
         return job_settings(s, run, run_settings(s, run["figure"], run["c"], run["method"], run["swept"]))
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
-        parts, tags = load_parts(inputs["view"], settings["word_threshold"], settings["subsample"])
-        s = settings
+        job = NerJob.from_settings(settings)
+        parts, tags = load_parts(inputs["view"], job.word_threshold, job.subsample)
         start = time.perf_counter()
-        records = train_run(parts, tags, method=s["method"], hp=s["hyper"], c=s["c"],
-                            seed_rng=rng_for(seed, self.name, split), eval_every=s["eval_every"])
+        records = train_run(parts, tags, job, rng_for(seed, self.name, split))
         seconds = time.perf_counter() - start
-        ident = {"figure": s["figure"], "c": s["c"], "method": s["method"], "variant": s["variant"]}
+        ident = {"figure": job.figure, "c": job.c, "method": job.method, "variant": job.variant}
         history = pd.DataFrame.from_records([{**ident, "seed": split, **rec} for rec in records])
         last = records[-1]
         values = {m: last[m] for m in TABLE_METRICS if m in last}
         values["initial_train_objective"] = records[0]["train_objective"]
         values["seconds"] = seconds
         rows = [{"experiment": self.name, "task": "ner", "dataset": dataset, **ident, "split": split,
-                 "lam": s["c"] / parts["train"][0].n, "selected": True, "metric": m, "value": v}
+                 "lam": casimir_lam(job.c, parts["train"][0].n), "selected": True, "metric": m, "value": v}
                 for m, v in values.items()]
         return rows, history
 

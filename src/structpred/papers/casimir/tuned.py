@@ -164,8 +164,9 @@ class TunedNerFigures(NerFigures):
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1):
         s = dict(settings)
         if s["figure"] == TUNE:
+            point = s.pop("point")   # the rest is a NerJob's
             rows, history = super().run(inputs, s, seed=seed, dataset=dataset, method=method, split=split)
-            return rows + param_rows(rows[0], {p: s["hyper"][p] for p in s["point"]}), history
+            return rows + param_rows(rows[0], {p: s["hyper"][p] for p in point}), history
         if s.get("copy_of"):
             return copied_run(inputs["runs"][0], s, self.name, dataset)
         tune = s.pop("tune")

@@ -28,7 +28,7 @@ from structpred.errors import ConfigError
 from structpred.outputs import Candidates
 from structpred.papers.casimir import voc_report as casimir_voc_report
 from structpred.papers.casimir.names import METHODS
-from structpred.papers.casimir.ner import CurveFigures, make_rule, train_curve
+from structpred.papers.casimir.ner import CurveFigures, casimir_lam, make_rule, train_curve
 from structpred.papers.registry import register
 from structpred.solvers.problem import check_problem
 from structpred.surrogates import Hinge
@@ -72,7 +72,7 @@ def load_problem(path, c: float):
     parts, meta = load_candidate_file(path)
     space = Candidates()
     tr = parts["train"]
-    problem = check_problem(space, tr["X"], tr["y"], c / tr["X"].n)
+    problem = check_problem(space, tr["X"], tr["y"], casimir_lam(c, tr["X"].n))
     held = check_problem(space, parts["held"]["X"], parts["held"]["y"], problem.lam, like=problem.fmap)
     return problem, Localisation({"train": problem, "held": held}, {p: parts[p]["iou"] for p in parts}), meta
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from structpred.errors import ConfigError
 from structpred.outputs import Candidates
-from structpred.papers.casimir.ner import figure_runs, method_name, not_a_run
+from structpred.papers.casimir.ner import casimir_lam, figure_runs, method_name, not_a_run
 from structpred.papers.casimir.voc import Localisation, VocFigure3
 from structpred.papers.registry import register
 from structpred.solvers.problem import Problem
@@ -85,7 +85,7 @@ class VocNonConvex(VocFigure3):
             A = [positions(a["features"][off[i]:off[i + 1]]) for i in range(len(off) - 1)]
             return Problem(space, ConvScoreMap(A, net), space.check_labels(a["y"]), lam)
 
-        train = problem("train", settings["c"] / (len(parts["train"]["offsets"]) - 1))
+        train = problem("train", casimir_lam(settings["c"], len(parts["train"]["offsets"]) - 1))
         return train, Localisation({"train": train, "held": problem("held", train.lam)},
                                    {p: parts[p]["iou"] for p in parts})
 

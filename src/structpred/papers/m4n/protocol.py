@@ -19,15 +19,18 @@ the (dataset, method) cell is set beside every variant (``reference_key``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from structpred.data.store import load
 from structpred.errors import ConfigError
 from structpred.outputs import Multiclass
-from structpred.papers.m4n.tables import SPACE_OF_LOSS, run_job
+from structpred.papers.m4n.tables import SPACE_OF_LOSS, M4NJob, run_job
 from structpred.papers.registry import Experiment, get, register
+from structpred.tables.job import JobSettings
 from structpred.tables.sensitivity import figure_by, render_by, tests_by
-from structpred.tables.splits import build_split_features
+from structpred.tables.splits import SplitFeatures, build_split_features
 
 #: what a variant may change of ``m4n_table1``'s protocol
 VARIANT_KEYS = ("binning", "loss_scale", "split_fractions")
@@ -46,6 +49,21 @@ def parse_dataset(dataset: str) -> tuple[str, str]:
     if not sep or not variant:
         raise ConfigError(f"m4n_ordinal_protocol: dataset {dataset!r} is not <view>{SEP}<variant>")
     return view, variant
+
+
+@dataclass(frozen=True)
+class Variant(JobSettings):
+    """What a job's settings add to Table 1's fits and to its split features: the variant's name and
+    the scale of the training loss (``normalised``: ``|i - j| / (k - 1)``)."""
+
+    variant: str
+    loss_scale: str = "absolute"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.loss_scale not in LOSS_SCALES:
+            raise ConfigError(f"m4n_ordinal_protocol: unknown loss_scale {self.loss_scale!r}; known: "
+                              f"{', '.join(LOSS_SCALES)}")
 
 
 def scaled_rows(rows: list[dict], factor: float) -> list[dict]:
@@ -101,9 +119,7 @@ class OrdinalProtocol(Experiment):
         table1 = get("m4n_table1").settings(config, view, method)
         if table1["task"] != "ord":
             raise ConfigError(f"{self.name}: {view} is not an ordinal dataset of m4n_table1")
-        scale = spec.get("loss_scale", "absolute")
-        if scale not in LOSS_SCALES:
-            raise ConfigError(f"{self.name}: unknown loss_scale {scale!r}; known: {', '.join(LOSS_SCALES)}")
+        scale = Variant(variant, spec.get("loss_scale", "absolute")).loss_scale   # checked there
         return {**table1, "variant": variant,
                 "binning": spec.get("binning", (base.get("binning") or {}).get(view)),
                 "loss_scale": scale,
@@ -119,16 +135,16 @@ class OrdinalProtocol(Experiment):
         view, variant = parse_dataset(dataset)
         arrays, meta = load(inputs["view"])
         k = int(meta["parsed"][2])
-        features = build_split_features(arrays, view=view, split=split, seed=seed, fractions=settings["fractions"],
-                                        n_components=settings["n_components"], whiten=settings["whiten"],
-                                        subsample=settings["subsample"], binning=settings["binning"])
+        # the settings join the split features', the variant's and the fits' (Table 1's): one object each
+        features, rest = SplitFeatures.take(settings, seed=seed)
+        protocol, fits = Variant.take(rest)
+        job = M4NJob.for_split(fits, n_labels=k, seed=seed, dataset=view, split=split)
         factor = 1.0
-        job = dict(settings)
-        if settings["loss_scale"] == "normalised":
+        if protocol.loss_scale == "normalised":
             factor = float(k - 1)
-            job["loss"] = Multiclass.ordinal(k).loss_matrix / factor
-        rows, history = run_job(features, {"n_labels": k}, experiment=self.name, dataset=view, method=method,
-                                split_index=split, settings=job, seed=seed, n_jobs=threads)
+            job = replace(job, loss=Multiclass.ordinal(k).loss_matrix / factor)
+        rows, history = run_job(build_split_features(arrays, features, view=view, split=split), job,
+                                experiment=self.name, dataset=view, method=method, split_index=split, n_jobs=threads)
         return [{**r, "variant": variant} for r in scaled_rows(rows, factor)], history
 
     def render(self, table, tests, config):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from structpred.papers.m4n.report import (losses_figure, m4n_pairs, render_conve
 from structpred.papers.registry import Experiment, register
 from structpred.solvers.driver import relative_gap
 from structpred.tables.fit_cache import FitCache
+from structpred.tables.job import JobSettings
 from structpred.tables.results import select_first_min
 from structpred.tables.seeding import int_seed
 from structpred.tables.significance import paired_tests
@@ -34,41 +36,75 @@ from structpred.tables.splits import load_split, split_part
 
 log = logging.getLogger(__name__)
 
-def table_estimator(method: str, loss: str, n_labels: int, lam: float, *, n_passes: int,
-                   oracle_iterations: int, warm_start: bool, random_state: int, eval_every: int = 1,
-                   rtol: float | None = None, options: dict | None = None, space: dict | None = None):
-    """The scikit-learn style estimator of ``method`` for the output space named by ``loss``
-    (:func:`structpred.outputs.make_space`, with the constructor arguments ``space``) with
-    ``n_labels`` labels; ``rtol`` stops it at a certified relative duality gap; ``options``: more
-    of the estimator's keyword arguments (e.g. M3N's ``steps``, M4N's ``warm_start_mix``)."""
-    if method not in ("M3N", "CRF", "M4N"):
-        raise ConfigError(f"unknown method {method!r}; known: M3N, CRF, M4N")
-    if space:
-        loss = make_space(loss, n_labels, **space)
-    common = {"loss": loss, "n_labels": n_labels, "lam": lam, "n_passes": n_passes,
-              "random_state": random_state, "eval_every": eval_every}
-    if rtol is not None:
-        common["rtol"] = rtol
-    common.update(options or {})
-    if method == "M4N":
-        common = {"n_iter_oracle": oracle_iterations, "warm_start_oracle": warm_start, **common}
-    return make_estimator(method, **common)
+#: the methods of the M4N tables
+METHODS = ("M3N", "CRF", "M4N")
 
 
-def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, n_passes: int,
-                   oracle_iterations: int, warm_start: bool, random_state: int,
-                   eval_every: int = 1, rtol: float | None = None,
-                   options: dict | None = None, space: dict | None = None,
-                   checkpoint=None) -> tuple[dict, pd.DataFrame]:
-    """Fit one model on ``parts = ((X_tr, y_tr), (X_va, y_va), (X_te, y_te))``; returns its
-    record (``lam``, ``val_loss``, ``test_loss``, ``seconds``, the last pass's ``gap`` and
-    ``oracle_gap`` for M4N; with ``rtol``, the passes run and the relative gap ``rel_gap``)
+@dataclass(frozen=True)
+class M4NJob(JobSettings):
+    """One M4N table job's settings (its experiment's settings dict, checked) with its number of
+    labels and the fits' seed: handed whole to :func:`fit_lambda_grid`, :func:`fit_one_lambda` and
+    the estimator factory :func:`table_estimator`.
+
+    ``method``: M3N, CRF or M4N; ``loss``: the task loss's name (or a loss matrix) and ``space``
+    the constructor arguments of its output space (:func:`structpred.outputs.make_space`; ``None``:
+    the loss's defaults); ``lambdas``: the grid, fitted in order; ``oracle_iterations`` and
+    ``warm_start``: M4N's SP-MP oracle (``None`` for the other methods); ``eval_every``: the passes
+    between recorded objectives (``None``: every pass); ``rtol``: stop each fit at a certified
+    relative duality gap; ``options``: more of the estimator's keyword arguments (e.g. M3N's
+    ``steps``, M4N's ``warm_start_mix``); ``task``: the table's row group."""
+
+    task: str
+    method: str
+    loss: object
+    lambdas: tuple
+    n_passes: int
+    n_labels: int
+    random_state: int
+    oracle_iterations: int | None = None
+    warm_start: bool | None = None
+    eval_every: int | None = None
+    rtol: float | None = None
+    options: dict | None = None
+    space: dict | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.method not in METHODS:
+            raise ConfigError(f"unknown method {self.method!r}; known: {', '.join(METHODS)}")
+        if self.method == "M4N" and (self.oracle_iterations is None or self.warm_start is None):
+            raise ConfigError("M4N needs oracle_iterations and warm_start in its settings")
+
+    @classmethod
+    def for_split(cls, settings: dict, *, n_labels: int, seed: int, dataset: str, split: int) -> M4NJob:
+        """The job of ``settings`` on ``split`` of ``dataset`` (``n_labels`` labels): its fits'
+        seed drawn from the config's ``seed``, the dataset and the split."""
+        return cls.from_settings(settings, n_labels=int(n_labels), random_state=int_seed(seed, dataset, "order", split))
+
+
+def table_estimator(job: M4NJob, lam: float):
+    """The scikit-learn style estimator of the job's method at ``lam``: the output space of its
+    loss and space options, its passes, seed, recording, stopping rule and options (M4N: its
+    oracle's iterations and warm start)."""
+    loss = make_space(job.loss, job.n_labels, **job.space) if job.space else job.loss
+    params = {"loss": loss, "n_labels": job.n_labels, "lam": lam, "n_passes": job.n_passes,
+              "random_state": job.random_state, "eval_every": job.eval_every or 1}
+    if job.rtol is not None:
+        params["rtol"] = job.rtol
+    params.update(job.options or {})
+    if job.method == "M4N":
+        params = {"n_iter_oracle": job.oracle_iterations, "warm_start_oracle": job.warm_start, **params}
+    return make_estimator(job.method, **params)
+
+
+def fit_one_lambda(parts, job: M4NJob, lam: float, checkpoint=None) -> tuple[dict, pd.DataFrame]:
+    """Fit the job's model at ``lam`` on ``parts = ((X_tr, y_tr), (X_va, y_va), (X_te, y_te))``;
+    returns its record (``lam``, ``val_loss``, ``test_loss``, ``seconds``, the last pass's ``gap``
+    and ``oracle_gap`` for M4N; with ``rtol``, the passes run and the relative gap ``rel_gap``)
     and its history.  ``checkpoint``: the fit's per-pass checkpoint (resumed when present);
     ``seconds`` then adds the training time its earlier pieces recorded."""
     (X_tr, y_tr), (X_va, y_va), (X_te, y_te) = parts
-    est = table_estimator(method, loss, n_labels, float(lam), n_passes=n_passes,
-                         oracle_iterations=oracle_iterations, warm_start=warm_start,
-                         random_state=random_state, eval_every=eval_every, rtol=rtol, options=options, space=space)
+    est = table_estimator(job, float(lam))
     start = time.perf_counter()
     est.fit(X_tr, y_tr, X_val=X_va, y_val=y_va, checkpoint=checkpoint)
     seconds = time.perf_counter() - start + est.resumed_seconds_
@@ -77,38 +113,30 @@ def fit_one_lambda(parts, *, method: str, loss: str, n_labels: int, lam: float, 
               "test_loss": est.task_loss(X_te, y_te), "seconds": seconds, "gap": float(last["gap"])}
     if "oracle_gap" in est.history_:
         record["oracle_gap"] = float(last["oracle_gap"])
-    if rtol is not None:
+    if job.rtol is not None:
         record["passes"] = int(last["pass"])
         record["rel_gap"] = relative_gap(last)
     return record, est.history_.assign(lam=float(lam))
 
 
-def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_labels: int,
-                    lambdas, n_passes: int, oracle_iterations: int, warm_start: bool,
-                    random_state: int, eval_every: int = 1, rtol: float | None = None,
-                    options: dict | None = None, n_jobs: int = 1, cache=None,
-                    space: dict | None = None) -> tuple[list[dict], pd.DataFrame]:
-    """Fit one model per lambda (:func:`fit_one_lambda`, ``n_jobs`` lambdas at a time in
-    separate processes; the fits are independent, so the results do not depend on
+def fit_lambda_grid(split: dict[str, np.ndarray], job: M4NJob, *, n_jobs: int = 1,
+                    cache=None) -> tuple[list[dict], pd.DataFrame]:
+    """Fit one model per lambda of the job's grid (:func:`fit_one_lambda`, ``n_jobs`` lambdas at a
+    time in separate processes; the fits are independent, so the results do not depend on
     ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
     with the lowest validation loss is ``selected`` (ties: the first in grid order).
     ``cache``: a :class:`~structpred.tables.fit_cache.FitCache` that keeps each finished
     fit and gives it back when the job runs again (a stopped job resumes).
     """
     parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
-    settings = {"method": method, "loss": loss, "n_labels": n_labels, "n_passes": n_passes,
-                "oracle_iterations": oracle_iterations, "warm_start": warm_start,
-                "random_state": random_state, "eval_every": eval_every, "rtol": rtol, "options": options}
-    if space:
-        settings["space"] = space
     if n_jobs == 1:
-        fits = (_fit_or_resume(parts, lam, cache, settings) for lam in lambdas)
+        fits = (_fit_or_resume(parts, job, lam, cache) for lam in job.lambdas)
     else:
         fits = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_fit_or_resume)(parts, lam, cache, settings) for lam in lambdas)
+            delayed(_fit_or_resume)(parts, job, lam, cache) for lam in job.lambdas)
     records, histories = [], []
     for record, history in fits:
-        log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", method, record["lam"], record["val_loss"],
+        log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", job.method, record["lam"], record["val_loss"],
                  record["test_loss"], record["seconds"])
         records.append(record)
         histories.append(history)
@@ -118,14 +146,13 @@ def fit_lambda_grid(split: dict[str, np.ndarray], *, method: str, loss: str, n_l
     return records, histories[best]
 
 
-def _fit_or_resume(parts, lam: float, cache, settings: dict) -> tuple[dict, pd.DataFrame]:
+def _fit_or_resume(parts, job: M4NJob, lam: float, cache) -> tuple[dict, pd.DataFrame]:
     """:func:`fit_one_lambda`, or its finished result from ``cache``; a new fit is kept there
     as soon as it ends (in the worker process, so a stopped job loses only running fits)."""
     done = cache.load(lam) if cache is not None else None
     if done is not None:
         return done
-    record, history = fit_one_lambda(parts, lam=lam, **settings,
-                                     checkpoint=cache.in_progress(lam) if cache is not None else None)
+    record, history = fit_one_lambda(parts, job, lam, checkpoint=cache.in_progress(lam) if cache is not None else None)
     if cache is not None:
         cache.save(lam, record, history)
     return record, history
@@ -159,19 +186,13 @@ def task_of(block: dict, dataset: str) -> tuple[str, dict]:
     return task, tasks[task]
 
 
-def run_job(split: dict[str, np.ndarray], meta: dict, *, experiment: str, dataset: str,
-            method: str, split_index: int, settings: dict, seed: int, n_jobs: int = 1, cache=None):
-    """Run one (experiment, dataset, method, split) job with its experiment's settings
-    (``n_jobs`` lambdas in parallel, finished fits kept in and read from ``cache``); returns
-    (tidy rows, history of the chosen lambda)."""
-    records, history = fit_lambda_grid(
-        split, method=settings["method"], loss=settings["loss"], n_labels=int(meta["n_labels"]),
-        lambdas=settings["lambdas"], n_passes=settings["n_passes"],
-        oracle_iterations=settings["oracle_iterations"], warm_start=settings["warm_start"],
-        random_state=int_seed(seed, dataset, "order", split_index),
-        eval_every=settings.get("eval_every") or 1, rtol=settings.get("rtol"), options=settings.get("options"),
-        n_jobs=n_jobs, cache=cache, space=settings.get("space"))
-    rows = records_to_rows(records, experiment=experiment, task=settings["task"], dataset=dataset,
+def run_job(split: dict[str, np.ndarray], job: M4NJob, *, experiment: str, dataset: str, method: str,
+            split_index: int, n_jobs: int = 1, cache=None):
+    """Run one (experiment, dataset, method, split) job on its split's arrays (``n_jobs``
+    lambdas in parallel, finished fits kept in and read from ``cache``); returns (tidy rows,
+    history of the chosen lambda)."""
+    records, history = fit_lambda_grid(split, job, n_jobs=n_jobs, cache=cache)
+    rows = records_to_rows(records, experiment=experiment, task=job.task, dataset=dataset,
                            method=method, split=split_index)
     return rows, history
 
@@ -204,13 +225,14 @@ class _M4NTable(Experiment):
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
         arrays, meta = load_split(inputs["features"])
+        job = M4NJob.for_split(settings, n_labels=meta["n_labels"], seed=seed, dataset=dataset, split=split)
         cache = None
-        if checkpoint is not None:
+        if checkpoint is not None:   # keyed on the settings dict, as Snakemake's params
             key = {"experiment": self.name, "dataset": dataset, "method": method, "split": split, "seed": seed,
                    "settings": settings}
             cache = FitCache(checkpoint, key, [inputs["features"]])
-        return run_job(arrays, meta, experiment=self.name, dataset=dataset, method=method, split_index=split,
-                       settings=settings, seed=seed, n_jobs=threads, cache=cache)
+        return run_job(arrays, job, experiment=self.name, dataset=dataset, method=method, split_index=split,
+                       n_jobs=threads, cache=cache)
 
 
 @register

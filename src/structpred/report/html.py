@@ -51,6 +51,7 @@ PAGES = (
     ("casimir", "Casimir", "Casimir", ("casimir_",)),
     ("qs", "QS", "QS", ("qs_",)),
     ("agm", "AGM", "AGM", ("agm_",)),
+    ("beyond", None, "Beyond the papers", ("matrix",)),
     ("data", None, "Data audit", ("datasets",)),
 )
 PAPER_ORDER = [paper for _, paper, _, _ in PAGES if paper]

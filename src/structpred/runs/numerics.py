@@ -39,12 +39,13 @@ from structpred.features.hashed import WindowTokens
 from structpred.features.sequences import difference_edges
 from structpred.features.tree_hashed import TreeFeatures
 from structpred.io import atomic_open
-from structpred.outputs import Chain, PairwiseRanking, Tree
+from structpred.outputs import Chain, Multiclass, PairwiseRanking, Permutation, Tree
 from structpred.outputs.histogram import GaussianHistogram, Hellinger
 from structpred.features.tree_array import TreeArray
 from structpred.papers.agm.emotion import loss_space, method_estimator
 from structpred.papers.agm.srl import estimator
 from structpred.papers.casimir.ner import make_rule
+from structpred.papers.matrix.methods import estimator as matrix_estimator
 from structpred.papers.qs.pairwise_rankers import Preferences, fit_path
 from structpred.papers.qs.robust import _fit_predict
 from structpred.solvers import check_problem, run
@@ -195,6 +196,25 @@ def _permutation_m3n():
 def _permutation_m4n():
     X, y = _rankings("permutation.M4N")
     return _fit(M4N(loss="permutation_hamming", lam=0.1, n_passes=3, n_iter_oracle=5, random_state=0), X, y)
+
+
+def _matrix_path(method: str) -> Callable[[], list]:
+    """The path of the matrix's ``method`` (:mod:`structpred.papers.matrix.methods`) on multi-class,
+    ordinal and ranking tables (the matrix's other cells run the paper tables' methods and paths)."""
+    def outputs() -> list:
+        out = []
+        name = f"matrix.{method}"
+        for space, (X, y) in ((Multiclass.zero_one(4), _table(name)), (Multiclass.ordinal(4), _table(name + ".ord")),
+                              (Permutation(4), _rankings(name))):
+            budget = {"kernel": "linear"} if method == "QS" else {"n_passes": 3}
+            est = matrix_estimator(method, space, 0.1, budget, 0).fit(X, y)
+            out += [est.predict(X), getattr(est, "coef_", np.zeros(0)), est.task_loss(X, y)]
+        return out
+    return outputs
+
+
+for _method in ("AGM", "QS", "SGD", "Casimir-SVRG"):
+    path(f"matrix.{_method}")(_matrix_path(_method))
 
 
 def _dense_chains(name: str, n: int = 10, d: int = 4, k: int = 3):

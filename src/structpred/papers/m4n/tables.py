@@ -119,21 +119,22 @@ def fit_one_lambda(parts, job: M4NJob, lam: float, checkpoint=None) -> tuple[dic
     return record, est.history_.assign(lam=float(lam))
 
 
-def fit_lambda_grid(split: dict[str, np.ndarray], job: M4NJob, *, n_jobs: int = 1,
-                    cache=None) -> tuple[list[dict], pd.DataFrame]:
-    """Fit one model per lambda of the job's grid (:func:`fit_one_lambda`, ``n_jobs`` lambdas at a
+def fit_lambda_grid(split: dict[str, np.ndarray], job, *, n_jobs: int = 1, cache=None,
+                    fit=fit_one_lambda) -> tuple[list[dict], pd.DataFrame]:
+    """Fit one model per lambda of the job's grid (``fit``, ``n_jobs`` lambdas at a
     time in separate processes; the fits are independent, so the results do not depend on
     ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
     with the lowest validation loss is ``selected`` (ties: the first in grid order).
     ``cache``: a :class:`~structpred.tables.fit_cache.FitCache` that keeps each finished
-    fit and gives it back when the job runs again (a stopped job resumes).
+    fit and gives it back when the job runs again (a stopped job resumes).  ``fit``: how one
+    lambda is fitted, ``fit(parts, job, lam, checkpoint)`` (the matrix's methods have their own).
     """
     parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
     if n_jobs == 1:
-        fits = (_fit_or_resume(parts, job, lam, cache) for lam in job.lambdas)
+        fits = (_fit_or_resume(parts, job, lam, cache, fit) for lam in job.lambdas)
     else:
         fits = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_fit_or_resume)(parts, job, lam, cache) for lam in job.lambdas)
+            delayed(_fit_or_resume)(parts, job, lam, cache, fit) for lam in job.lambdas)
     records, histories = [], []
     for record, history in fits:
         log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", job.method, record["lam"], record["val_loss"],
@@ -146,13 +147,13 @@ def fit_lambda_grid(split: dict[str, np.ndarray], job: M4NJob, *, n_jobs: int = 
     return records, histories[best]
 
 
-def _fit_or_resume(parts, job: M4NJob, lam: float, cache) -> tuple[dict, pd.DataFrame]:
-    """:func:`fit_one_lambda`, or its finished result from ``cache``; a new fit is kept there
+def _fit_or_resume(parts, job, lam: float, cache, fit) -> tuple[dict, pd.DataFrame]:
+    """``fit`` (:func:`fit_one_lambda`), or its finished result from ``cache``; a new fit is kept there
     as soon as it ends (in the worker process, so a stopped job loses only running fits)."""
     done = cache.load(lam) if cache is not None else None
     if done is not None:
         return done
-    record, history = fit_one_lambda(parts, job, lam, checkpoint=cache.in_progress(lam) if cache is not None else None)
+    record, history = fit(parts, job, lam, checkpoint=cache.in_progress(lam) if cache is not None else None)
     if cache is not None:
         cache.save(lam, record, history)
     return record, history

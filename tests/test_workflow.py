@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -115,7 +116,8 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert index.is_file()
     # the report is a site: the index, a page per paper and the data audit's, each table on its paper's page
     pages = sorted((workdir / "reports" / "smoke").glob("*.html"))
-    assert [p.name for p in pages] == ["agm.html", "casimir.html", "data.html", "index.html", "m4n.html", "qs.html"]
+    assert [p.name for p in pages] == ["agm.html", "beyond.html", "casimir.html", "data.html", "index.html", "m4n.html",
+                                       "qs.html"]
     html = "\n".join(p.read_text() for p in pages)
     for link in ["tables/datasets.csv", "tables/m4n_table1.csv", "tables/m4n_table2.csv",
                  "tables/agm_emotion.csv", "figures/m4n_table1.png", "figures/agm_emotion.png",
@@ -126,7 +128,7 @@ def test_smoke_workflow_end_to_end(smoke_local):
                  "tables/m4n_binning.csv", "tables/agm_emotion_unnormalised.csv", "tables/agm_emotion_converged.csv", "tables/casimir_voc.csv",
                  "tables/casimir_voc_curves.csv", "figures/casimir_voc/aeroplane.png", "figures/casimir_voc/bicycle.png",
                  "tables/casimir_voc_nonconvex.csv", "figures/casimir_voc_nonconvex/fig4_aeroplane.png",
-                 "figures/casimir_voc_nonconvex/fig7c_bicycle.png"]:
+                 "figures/casimir_voc_nonconvex/fig7c_bicycle.png", "tables/matrix.csv", "figures/matrix.png"]:
         assert link in html
 
     # the headline verdicts open the report, computed from the smoke tables by the claims rule
@@ -161,6 +163,17 @@ def test_smoke_workflow_end_to_end(smoke_local):
     ocr = losses[losses["dataset"] == "ocr"]
     assert set(ocr["method"]) == {"M3N", "CRF", "M4N"} and (ocr["task"] == "seq").all()
     assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
+
+    # beyond the papers: every method on Table 1's sets, its M3N, CRF and M4N cells Table 1's own
+    matrix = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "matrix.csv").query("metric == 'test_loss'")
+    methods = {"M3N", "CRF", "M4N", "AGM", "QS", "SGD", "Casimir-SVRG"}
+    assert set(matrix[matrix["task"] != "rnk"]["method"]) == methods
+    assert set(matrix[matrix["task"] == "rnk"]["method"]) == methods - {"CRF"}
+    assert (matrix["n_splits"] == 2).all() and matrix["mean"].between(0, 9).all()
+    borrowed = matrix[matrix["method"].isin(["M3N", "CRF", "M4N"])].set_index(["dataset", "method"])["mean"]
+    np.testing.assert_allclose(borrowed, losses.set_index(["dataset", "method"])["mean"].reindex(borrowed.index),
+                               rtol=0, atol=1e-12)
+    assert "#P-hard" in (workdir / "reports" / "smoke" / "beyond.html").read_text()
 
     emotion = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion.csv")
     assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N"}

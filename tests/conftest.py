@@ -46,6 +46,25 @@ def pytest_xdist_make_scheduler(config, log):
     return Scheduling(config, log)
 
 
+#: Terminal size variables: an xdist worker starts with COLUMNS=80 and LINES=24 in its environment,
+#: which a serial run (no terminal) does not have; the CLIs cut their lines to that width
+#: (``structpred claims``), so the workers get the environment's values from the main process.
+TERMINAL_VARIABLES = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput["terminal"] = {name: os.environ.get(name) for name in TERMINAL_VARIABLES}
+
+
+def pytest_configure(config):
+    for name, value in getattr(config, "workerinput", {}).get("terminal", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def pytest_collection_modifyitems(config, items):
     """On an xdist worker: :data:`SMOKE_TESTS` first (with ``--no-loadscope-reorder`` the scopes
     are handed out in this order), and no test outside it may use :func:`smoke_local`."""

@@ -166,7 +166,11 @@ def test_the_guard_fails_on_a_one_ulp_change_in_a_kernel(tmp_path):
                                                                  machine=numerics.machine_class()))
     staleness.status_table(archive).to_csv(status, index=False)
     src = tmp_path / "src"
-    shutil.copytree(ROOT / "src" / "structpred", src / "structpred", ignore=shutil.ignore_patterns("__pycache__"))
+    # with its __pycache__: numba's caches of the two paths, which the fingerprints above just made,
+    # so that only the changed kernel file compiles again (numba keys a cache on its source file's
+    # mtime and size; a stale cache of a caller in another file could only hide the change, which
+    # the second guard below would then miss, failing this test)
+    shutil.copytree(ROOT / "src" / "structpred", src / "structpred")
     kernel = src / "structpred" / "outputs" / "_chain_kernels.py"
     text = kernel.read_text()
     assert text.count(ONE_ULP[0]) == 1, "the mirror step's line moved: update ONE_ULP"

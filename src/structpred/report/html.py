@@ -483,10 +483,11 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             body.append("<nav id=contents><b>On this page:</b><ul>" + "".join(f"<li>{t}</li>" for t in toc)
                         + "</ul></nav>")
         if absent:
-            body.append("<p class=meta>Not on this page (no table: not run yet, or its raw data is missing; "
-                        "<code>structpred experiments</code> says which): "
-                        + ", ".join(f"{html.escape(get(e).title)} (<code>{html.escape(e)}</code>)" for e in absent)
-                        + ".</p>")
+            note = ("<p class=meta>Not on this page (no table: not run yet, or its raw data is missing; "
+                    "<code>structpred experiments</code> says which): "
+                    + ", ".join(f"{html.escape(get(e).title)} (<code>{html.escape(e)}</code>)" for e in absent) + ".</p>")
+            # a page with no table yet is that one section
+            body.append(note if mine else f"<section id='not-run'><h2>No table yet</h2>{note}</section>")
         body += [section(t) for t in mine]
         if ledger is not None and paper is not None:
             body.append(ledger_section(ledger[ledger["paper"] == paper], ledger_rel, href, titles))

@@ -20,8 +20,8 @@ def mirror_root() -> Path:
     return Path(env).resolve() if env else (REPO.parent / "shared" / "data" / "raw").resolve()
 
 
-#: The tests that use :func:`smoke_local`. Under pytest-xdist (pyproject's addopts: ``-n 2 --dist
-#: loadscope``) they share one worker, and so one smoke run, and start first: the smoke run and the
+#: The tests that use :func:`smoke_local`. Under pytest-xdist (``pytest -n 2 --dist
+#: loadscope --no-loadscope-reorder``) they share one worker, and so one smoke run, and start first: the smoke run and the
 #: SLURM test that reruns part of it are the suite's longest chain (11 and 4 minutes on CI's 2 cores),
 #: and the other worker runs the other modules meanwhile.
 SMOKE_TESTS = (

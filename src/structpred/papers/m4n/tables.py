@@ -120,16 +120,18 @@ def fit_one_lambda(parts, job: M4NJob, lam: float, checkpoint=None) -> tuple[dic
 
 
 def fit_lambda_grid(split: dict[str, np.ndarray], job, *, n_jobs: int = 1, cache=None,
-                    fit=fit_one_lambda) -> tuple[list[dict], pd.DataFrame]:
+                    fit=None) -> tuple[list[dict], pd.DataFrame]:
     """Fit one model per lambda of the job's grid (``fit``, ``n_jobs`` lambdas at a
     time in separate processes; the fits are independent, so the results do not depend on
     ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
     with the lowest validation loss is ``selected`` (ties: the first in grid order).
     ``cache``: a :class:`~structpred.tables.fit_cache.FitCache` that keeps each finished
     fit and gives it back when the job runs again (a stopped job resumes).  ``fit``: how one
-    lambda is fitted, ``fit(parts, job, lam, checkpoint)`` (the matrix's methods have their own).
+    lambda is fitted, ``fit(parts, job, lam, checkpoint)`` (default :func:`fit_one_lambda`; the matrix's
+    methods have their own).
     """
     parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
+    fit = fit or fit_one_lambda     # looked up at the call (a test stands in for it)
     if n_jobs == 1:
         fits = (_fit_or_resume(parts, job, lam, cache, fit) for lam in job.lambdas)
     else:

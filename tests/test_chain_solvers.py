@@ -482,15 +482,18 @@ def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step():
     W[0, 5] = -0.0                           # a zero gradient's update keeps the sign of zero as numpy does
     S = rng.random((4, 50))
     S[0, :10] = 0.0                          # never stepped: sqrt(S) read as 1
+    W[2, :4] = [0.0, -0.0, 0.0, -0.0]        # zero gradients of both signs on stepped (S > 0) weights
     lam, step = 0.3, 0.07
     d = rng.normal(size=6)                   # the sample's data gradient
     G = lam * W
     G[1, 3:9] += d
+    G[2, 2] = -0.0                           # a negative zero where W is +0
     S_ref = S + G * G
     W_ref = W - step * G / np.sqrt(np.where(S_ref > 0, S_ref, 1.0))
     G2 = np.empty_like(W)
     _dense.scaled(G2, W, lam)
     G2[1, 3:9] += d
+    G2[2, 2] = -0.0
     assert np.array_equal(G2, G)
     _dense.adagrad_update(W, S, G, step)
     assert np.array_equal(W, W_ref) and np.array_equal(S, S_ref)

@@ -64,9 +64,9 @@ def test_paper_config_drysnakemake(workdir):
     # wisconsin, stocks, auto (3 methods) and abalone (M3N), qs_robust's and qs_movielens's jobs rescored (150,
     # 60), the SRL CRF fits decoded (7)
     n_causes = 7 * 3 * 14 + 2 * (3 * 3 + 1) * 14 + 150 + 60 + 7
-    # beyond the papers: 7 methods on Table 1's 17 mc, ord and ranking sets (no CRF on the 5 ranking ones),
-    # 5 splits
-    n_matrix = (17 * 7 - 5) * 5
+    # beyond the papers: 7 methods on Table 1's 17 mc, ord and ranking sets and OCR (no CRF on the 5 ranking
+    # ones), 5 splits
+    n_matrix = (18 * 7 - 5) * 5
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
                                  + n_converged + n_voc + n_code + n_tuned + n_orders + n_causes + n_matrix)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1

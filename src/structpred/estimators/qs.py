@@ -18,9 +18,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError, check_positive, check_positive_int
 from structpred._fitting import AtomicFit, check_feature_names
+from structpred.estimators._qs_sequences import LengthBlocks, check_sequences
 from structpred.estimators._tags import classifier_tags
 from structpred.features.kernels import check_kernel, kernel_matrix
-from structpred.features.sequences import as_float_matrix
+from structpred.features.sequences import Sequences, as_float_matrix
 from structpred.outputs import Multiclass, StatisticDecoding, WeightedDecoding, make_space, require
 from structpred.outputs.batch import is_ragged, labels_batch
 from structpred.solvers.kernel_ridge import NystromRidgeWeights, RidgeWeights, ridge_cv
@@ -52,6 +53,10 @@ class QS(AtomicFit, BaseEstimator):
     decoding (see :func:`structpred.outputs.make_space`).  ``n_components``: ``None`` for the
     exact weights (one Cholesky factorisation), or the number of Nyström centres (drawn with
     ``random_state``) for large ``n``.  Predictions are decoded ``batch_size`` queries at a time.
+
+    ``X`` may be :class:`~structpred.features.Sequences` (words of varying length, a sequence
+    space's outputs): the kernel is then ``[T(x) = T(x')] kappa(vec x, vec x')``, one ridge system
+    per word length (:mod:`structpred.estimators._qs_sequences`).
 
     When the loss depends on the weights only through a finite statistic
     ``sum_i alpha_i psi(y_i)`` (:class:`structpred.outputs.StatisticDecoding`: every affine loss,
@@ -85,10 +90,10 @@ class QS(AtomicFit, BaseEstimator):
         _refuse_sparse(X)
         if y is None:
             raise StructpredError(f"{who} requires y to be passed, but the target y is None")
-        X = as_float_matrix(X)
+        X = check_sequences(X, self.n_components) if isinstance(X, Sequences) else as_float_matrix(X)
         space = make_space(self.loss, self.n_labels, y)
         require(space, WeightedDecoding, who)
-        return X, space, check_labels_for(space, y, X.shape[0])
+        return X, space, check_labels_for(space, y, len(X))
 
     def _set_classes(self) -> None:
         """``classes_`` (labels 0..k-1) when the outputs are single labels, as for a classifier."""
@@ -99,9 +104,14 @@ class QS(AtomicFit, BaseEstimator):
         check_kernel(self.kernel)
         self.sigma_ = check_positive(sigma, "sigma")
         self.lam_ = check_positive(lam, "lam")
+        self.X_fit_ = X
+        if isinstance(X, Sequences):
+            self.n_features_in_ = X.n_features
+            self.weights_ = LengthBlocks(self.kernel, X, self.y_fit_, self.sigma_, self.lam_, self.space_)
+            self.centers_ = self.dual_coef_ = None
+            return
         n = X.shape[0]
         self.n_features_in_ = X.shape[1]
-        self.X_fit_ = X
         m = None if self.n_components is None else check_positive_int(self.n_components, "n_components")
         if m is None or m >= n:
             self.centers_ = None
@@ -128,10 +138,20 @@ class QS(AtomicFit, BaseEstimator):
         return kernel_matrix(self.kernel, basis, X, self.sigma_)
 
     def weights(self, X) -> np.ndarray:
-        """``alpha(x)`` for every row of ``X``: a ``(t, n_train)`` array (QS eq. 3-4)."""
+        """``alpha(x)`` for every row (or sequence) of ``X``: a ``(t, n_train)`` array (QS eq. 3-4)."""
         check_is_fitted(self, "weights_")
         check_feature_names(self, X)
+        if isinstance(self.weights_, LengthBlocks):
+            return self.weights_.weights(self._check_sequences(X), len(self.X_fit_))
         return self.weights_(self._kernel_columns(X))
+
+    def _check_sequences(self, X) -> Sequences:
+        if not isinstance(X, Sequences):
+            raise StructpredError(f"QS was fitted on sequences (structpred.features.Sequences); got {type(X).__name__}")
+        if X.n_features != self.n_features_in_:
+            raise StructpredError(f"X has {X.n_features} features per position, but QS is expecting "
+                                  f"{self.n_features_in_}")
+        return X
 
     def _decode(self, X):
         if self.dual_coef_ is not None:
@@ -142,6 +162,8 @@ class QS(AtomicFit, BaseEstimator):
         """``argmin_y sum_i alpha_i(x) L(y_i, y)`` per row of ``X`` (QS eq. 2)."""
         check_is_fitted(self, "weights_")
         check_feature_names(self, X)
+        if isinstance(self.weights_, LengthBlocks):
+            return self.weights_.decode(self._check_sequences(X))
         X = as_float_matrix(X)
         b = check_positive_int(self.batch_size, "batch_size")
         return _concat([self._decode(X[s:s + b]) for s in range(0, X.shape[0], b)])
@@ -188,6 +210,9 @@ class QSCV(QS):
 
     def _fit(self, X, y):
         X, space, y = self._check_data(X, y)
+        if isinstance(X, Sequences):
+            raise StructpredError("QSCV takes inputs of one size; for sequences fit QS over a grid of (sigma, lam) "
+                                  "and choose on a validation set")
         sigmas = [check_positive(s, "sigma") for s in np.atleast_1d(self.sigmas)]
         lams = [check_positive(v, "lam") for v in np.atleast_1d(self.lams)]
         if not sigmas or not lams:

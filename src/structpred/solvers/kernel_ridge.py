@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh
 
-from structpred.errors import StructpredError, check_positive
+from structpred.errors import StructpredError, check_positive, check_positive_int
 from structpred.features.kernels import kernel_matrix
 
 
@@ -28,12 +28,14 @@ def _square(K) -> np.ndarray:
 
 
 class RidgeWeights:
-    """``alpha(x) = (K + n lam I)^{-1} K_x`` from one Cholesky factorisation."""
+    """``alpha(x) = (K + n lam I)^{-1} K_x`` from one Cholesky factorisation.  ``n``: the sample
+    count in ``n lam``, by default ``K``'s size (a diagonal block of a block-diagonal ``K`` takes the
+    whole's)."""
 
-    def __init__(self, K, lam: float):
+    def __init__(self, K, lam: float, n: int | None = None):
         K = _square(K)
-        self.n = K.shape[0]
-        A = K + self.n * check_positive(lam, "lam") * np.eye(self.n)
+        self.n = K.shape[0] if n is None else check_positive_int(n, "n")
+        A = K + self.n * check_positive(lam, "lam") * np.eye(K.shape[0])
         self._factor = cho_factor(A, lower=True, check_finite=False)
 
     def __call__(self, Kx) -> np.ndarray:

@@ -1,9 +1,12 @@
+from pathlib import Path
+
 import pandas as pd
 
 from structpred.runs.numerics import write_record
 from structpred.papers.registry import get
 from structpred.tables.results import make_rows, write_csv
 from structpred.runs.archive import cpu_model
+from structpred.runs.job_cpu import process_tree_cpu_seconds
 from structpred.report.provenance import git_commit
 from structpred.workflow import rule_script
 
@@ -12,9 +15,12 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     spec = get(wc.experiment)
     # a resumable job keeps its finished fits beside its output, e.g. results/.../split3.fits/
     resume = {"checkpoint": snakemake.output.rows.removesuffix(".csv") + ".fits"} if spec.resumable else {}  # noqa: F821
+    # fits kept from an earlier, stopped run of this job: their CPU is not this process's
+    resumed = bool(resume) and Path(resume["checkpoint"]).is_dir() and any(Path(resume["checkpoint"]).iterdir())
     rows, history = spec.run(
         dict(snakemake.input), snakemake.params.settings, seed=snakemake.params.seed,  # noqa: F821
         dataset=wc.dataset, method=wc.method, split=int(wc.split), threads=snakemake.threads, **resume)  # noqa: F821
+    cpu_seconds = process_tree_cpu_seconds()   # the job's cost, however busy the machine (the rows' seconds are wall)
     write_csv(pd.DataFrame() if history is None else history, snakemake.output.history)  # noqa: F821
     rows = make_rows(rows)
     timing = rows["metric"] == "seconds"   # the CPU the time was measured on (structpred runs cost)
@@ -23,4 +29,4 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     # beside it: the commit, the machine class and the fingerprints of the numerics paths the job ran
     # (structpred runs status compares them with today's code)
     write_record(snakemake.output.rows, spec.numeric_paths(snakemake.config, wc.dataset, wc.method),  # noqa: F821
-                 git_commit())
+                 git_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed)

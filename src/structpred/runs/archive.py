@@ -1,11 +1,13 @@
 """The run archive (``runs/<experiment>/<dataset>/<method>/split<k>.csv``): what the committed
 tables were computed from, and what they cost.
 
-Every job file holds its tidy rows; its ``seconds`` rows are the fitting time it recorded (one
+Every job file holds its tidy rows; its ``seconds`` rows are the wall time of its fits (one
 per lambda for the M4N tables, one per repetition for QS's robust regression, one per job
 elsewhere), and since 2026-11-27 their ``detail`` names the CPU they ran on (:func:`cpu_model`).
-:func:`cost_table` sums them: ``structpred runs cost`` prints it, and the README's costs come
-from it.  A job without a ``seconds`` row (the AGM emotion tables) counts as untimed, never as 0.
+Since 2026-11-29 its numerics record also keeps the job's CPU seconds (:mod:`structpred.runs.job_cpu`),
+which a busy machine does not inflate.  :func:`cost_table` sums each job's CPU seconds where
+recorded, else its wall seconds: ``structpred runs cost`` prints it, and the README's costs come
+from it.  A job with neither (the AGM emotion tables) counts as untimed, never as 0.
 :func:`verify` reruns sampled jobs from raw data, reusing the archived outputs of the jobs they read,
 and compares their rows with the archive's (timings excluded): ``structpred runs verify``.
 """
@@ -31,6 +33,7 @@ from structpred.errors import ConfigError
 from structpred.io import atomic_open
 from structpred.papers.registry import get
 from structpred.report.provenance import git_commit
+from structpred.runs.numerics import record_path
 from structpred.workflow import project_copy
 
 LEVELS = ("experiment", "method", "dataset")
@@ -55,20 +58,37 @@ def job_files(archive) -> list[Path]:
     return sorted(p for p in root.glob("*/*/*/split*.csv") if not p.name.endswith(".history.csv"))
 
 
+def job_cpu_seconds(job_file) -> float:
+    """The CPU seconds a job's numerics record keeps (:mod:`structpred.runs.job_cpu`); NaN where it
+    keeps none, or only part of them (a job that resumed a stopped run)."""
+    path = record_path(job_file)
+    if not path.is_file():
+        return float("nan")
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    cpu = rec.get("cpu_seconds") if isinstance(rec, dict) and not rec.get("cpu_partial") else None
+    return float("nan") if cpu is None else float(cpu)
+
+
 def job_costs(archive) -> pd.DataFrame:
-    """One row per job: experiment, dataset, method, split, its summed ``seconds`` (NaN: untimed)
-    and the CPU models its seconds rows name."""
+    """One row per job: experiment, dataset, method, split, its cost in ``seconds`` (NaN: untimed),
+    what they measure (``measure``: ``cpu``, the job's CPU seconds from its numerics record, else
+    ``wall``, its summed ``seconds`` rows, wall time that a busy machine inflates) and the CPU models
+    its seconds rows name."""
     records = []
     for path in job_files(archive):
         experiment, dataset, method = path.parts[-4:-1]
         rows = pd.read_csv(path, usecols=lambda c: c in ("metric", "value", "detail"), keep_default_na=False)
         timed = rows[rows["metric"] == "seconds"]
         cpus = sorted({str(d) for d in timed.get("detail", []) if str(d)})
+        cpu = job_cpu_seconds(path)
+        wall = float(pd.to_numeric(timed["value"]).sum()) if len(timed) else float("nan")
         records.append({"experiment": experiment, "dataset": dataset, "method": method,
                         "split": path.stem.removeprefix("split"),
-                        "seconds": float(pd.to_numeric(timed["value"]).sum()) if len(timed) else float("nan"),
+                        "seconds": wall if np.isnan(cpu) else cpu,
+                        "measure": "" if np.isnan(cpu) and np.isnan(wall) else ("wall" if np.isnan(cpu) else "cpu"),
                         "cpu": "; ".join(cpus)})
-    return pd.DataFrame.from_records(records, columns=["experiment", "dataset", "method", "split", "seconds", "cpu"])
+    return pd.DataFrame.from_records(records, columns=["experiment", "dataset", "method", "split", "seconds",
+                                                      "measure", "cpu"])
 
 
 def cost_table(archive, by: str = "experiment") -> pd.DataFrame:
@@ -80,6 +100,7 @@ def cost_table(archive, by: str = "experiment") -> pd.DataFrame:
     keys = list(LEVELS[: LEVELS.index(by) + 1])
     grouped = jobs.groupby(keys, sort=True)
     out = grouped.agg(jobs=("split", "size"), timed_jobs=("seconds", "count"),
+                      wall_jobs=("measure", lambda m: int((m == "wall").sum())),
                       cpu_hours=("seconds", lambda s: round(float(s.sum()) / 3600, 2) if s.notna().any()
                                  else float("nan")),
                       cpu=("cpu", lambda c: "; ".join(sorted({x for v in c for x in v.split("; ") if x}))))

@@ -61,7 +61,7 @@ def _cost(args) -> int:
         return _simulate(args)
 
     table = cost_table(args.archive, args.by)
-    shown = table.assign(   # the printing only: cost_table keeps its numbers (NaN: untimed)
+    shown = table.drop(columns="wall_jobs").assign(   # the printing only: cost_table keeps its numbers (NaN: untimed)
         cpu_hours=["untimed" if pd.isna(h) else f"{h:.2f}" for h in table["cpu_hours"]],
         cpu=[c or "not recorded" for c in table["cpu"]])
     print(shown.to_string(index=False))
@@ -71,9 +71,10 @@ def _cost(args) -> int:
     if (shown["cpu"] == "not recorded").any():
         print("not recorded: the CPU model is recorded only by jobs run since 2026-11-27 (in their seconds "
               "rows); older jobs and untimed ones name none")
-    timed = table["timed_jobs"].sum()
+    timed, wall = table["timed_jobs"].sum(), table["wall_jobs"].sum()
     print(f"total: {table['cpu_hours'].sum():.1f} CPU-hours over {timed} timed jobs "
-          f"({table['jobs'].sum() - timed} untimed)")
+          f"({table['jobs'].sum() - timed} untimed); {wall} of them timed by their wall seconds only (archived "
+          "before jobs kept their CPU seconds, or resumed), which a busy machine inflates")
     return 0
 
 

@@ -1,14 +1,16 @@
 """The main job's wall time on N cores, from the run archive's recorded seconds and the workflow's
 job graph: ``structpred runs cost --simulate-cores N [N ...]``.
 
-Each archived job is a task of its recorded fitting seconds; a job that fits its lambdas
+Each archived job is a task of its recorded fitting seconds (each fit's wall seconds, scaled to
+the job's CPU seconds where its numerics record keeps them: a busy machine inflates wall time); a
+job that fits its lambdas
 ``threads`` at a time (an experiment's :meth:`~structpred.papers.registry.Experiment.threads`)
 holds ``min(threads, N)`` cores for the longest-processing-time schedule of its per-lambda seconds
 on them.  A job waits for the jobs whose results it reads
 (:meth:`~structpred.papers.registry.Experiment.run_inputs`).  The schedule is list scheduling
 by critical path: whenever cores are free, the ready job with the longest chain of work after it
 starts first.  Data preparation and feature jobs are not timed by the archive and count as 0;
-untimed jobs (no ``seconds`` rows) and configured jobs the archive lacks are left out and counted.
+untimed jobs (no ``seconds`` rows, no CPU seconds) and configured jobs the archive lacks are left out and counted.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from structpred.papers.registry import get
+from structpred.runs.archive import job_cpu_seconds
 
 
 @dataclass
@@ -54,6 +58,9 @@ def tasks(archive, config: dict) -> tuple[list[Task], dict[str, int]]:
                 continue
             rows = pd.read_csv(path, usecols=["metric", "value"])
             seconds = pd.to_numeric(rows.loc[rows["metric"] == "seconds", "value"]).tolist()
+            cpu = job_cpu_seconds(path)
+            if not np.isnan(cpu):   # its fits' shares of the job's CPU seconds (one part if it timed none)
+                seconds = [s * cpu / sum(seconds) for s in seconds] if sum(seconds) > 0 else [cpu]
             if not seconds:
                 left["untimed"] += 1
                 continue

@@ -127,11 +127,20 @@ def record(paths, commit: str) -> dict:
     return {"commit": commit, "machine": machine_class(), "fingerprints": fingerprints(paths)}
 
 
-def write_record(rows_path, paths, commit: str) -> None:
-    """Write :func:`record` to ``<rows_path without .csv>.numerics.json``, atomically."""
-    target = str(rows_path).removesuffix(".csv") + ".numerics.json"
-    with atomic_open(target, "w") as fh:
-        fh.write(json.dumps(record(paths, commit), indent=1, sort_keys=True) + "\n")
+def record_path(job_file) -> Path:
+    """The numerics record beside a job file."""
+    return Path(str(job_file).removesuffix(".csv") + ".numerics.json")
+
+
+def write_record(rows_path, paths, commit: str, cpu_seconds: float | None = None, cpu_partial: bool = False) -> None:
+    """Write :func:`record` to ``<rows_path without .csv>.numerics.json``, atomically, with the job's
+    CPU seconds (:mod:`structpred.runs.job_cpu`) when given; ``cpu_partial``: they miss the CPU of
+    an earlier, stopped run that this job resumed."""
+    rec = record(paths, commit)
+    if cpu_seconds is not None:
+        rec.update(cpu_seconds=round(float(cpu_seconds), 3), cpu_partial=bool(cpu_partial))
+    with atomic_open(record_path(rows_path), "w") as fh:
+        fh.write(json.dumps(rec, indent=1, sort_keys=True) + "\n")
 
 
 # --- the paths ------------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from structpred.runs.numerics import fingerprints, machine_class
 from structpred.papers.registry import get
 from structpred.runs.archive import _run_until, history_path, job_path
-from structpred.runs.staleness import job_status, job_table, read_record, record_path
+from structpred.runs.numerics import fingerprints, machine_class, record_path
+from structpred.runs.staleness import job_status, job_table, read_record
 
 #: the files a job writes beside its rows (``split<k>.csv``) that the archive keeps
 SIDE_FILES = (history_path, lambda p: str(record_path(p)))

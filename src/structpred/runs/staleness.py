@@ -27,14 +27,9 @@ import pandas as pd
 from structpred.errors import ConfigError
 from structpred.report.archive_status import read_status
 from structpred.runs.archive import job_costs, job_files, verify
-from structpred.runs.numerics import PATHS, fingerprints, machine_class
+from structpred.runs.numerics import PATHS, fingerprints, machine_class, record_path
 
 COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]
-
-
-def record_path(job_file) -> Path:
-    """The numerics record beside a job file."""
-    return Path(str(job_file).removesuffix(".csv") + ".numerics.json")
 
 
 def read_record(job_file) -> dict | None:

@@ -58,3 +58,20 @@ def test_an_unknown_experiment_is_one_line_and_exit_2(capsys, monkeypatch):
     assert main(["runs", "rerun", "--experiment", "no_such_table"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no_such_table" in err
+
+
+def test_a_rerun_reads_other_experiments_fresh_archived_jobs_rather_than_recomputing_them(tmp_path):
+    """qs_movielens_normalisation's jobs read qs_movielens's: a fresh archived one (rows and
+    history) is placed in ``results/``; a stale one, or one ``results/`` already holds, is not."""
+    here, fp = numerics.machine_class(), numerics.fingerprint("qs.ranking")
+    archive, results = tmp_path / "runs", tmp_path / "results"
+    for k, f in ((0, fp), (1, "0" * 16), (2, fp)):
+        path = write_job(archive, "qs_movielens", "movielens", "QS", k, record=rec({"qs.ranking": f}, machine=here))
+        Path(str(path).removesuffix(".csv") + ".history.csv").write_text("pass\n0\n")
+    write_job(results, "qs_movielens", "movielens", "QS", 2)
+    part = [f"qs_movielens_normalisation/movielens/QS/split{k}.csv" for k in range(3)]
+    assert rerun.archived_inputs(archive, part, "qs_movielens_normalisation", CONFIG, results) == [
+        "qs_movielens/movielens/QS/split0.csv", "qs_movielens/movielens/QS/split0.history.csv"]
+    # an experiment's own jobs (a tuning grid) are its rerun's to recompute
+    assert rerun.archived_inputs(archive, ["qs_movielens/movielens/QS/split1.csv"], "qs_movielens", CONFIG,
+                                 results) == []

@@ -99,6 +99,46 @@ def test_status_fresh_stale_and_unknown(tmp_path):
     assert table.loc["differs", "status"] == "stale" and "differed" in table.loc["differs", "detail"]
 
 
+def test_a_job_is_stale_once_a_job_it_read_is_rerun_with_other_numbers(tmp_path):
+    """qs_movielens_normalisation refits qs_movielens's choices: a rerun of those that moves their
+    rows makes it stale, whether its record keeps the digests it read or (older records) git has
+    the input as archived at the job's commit; timings alone move nothing."""
+    from structpred.runs.archive import load_config, result_digest
+    config, fps = load_config(ROOT), {"qs.ranking": "f"}
+    up = write_job(tmp_path / "runs", "qs_movielens", "movielens", "QS", 3, seconds=5.0, record=rec(fps))
+    write_job(tmp_path / "runs", "qs_movielens", "movielens", "QS", 4, record=rec(fps))
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "archive"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    read = {"qs_movielens/movielens/QS/split3.csv": result_digest(up)}
+    write_job(tmp_path / "runs", "qs_movielens_normalisation", "movielens", "QS", 3, record=rec(fps, inputs=read))
+    write_job(tmp_path / "runs", "qs_movielens_normalisation", "movielens", "QS", 4,
+              record=rec(fps, commit=commit + "+dirty"))        # older record: no digests, git then
+    write_job(tmp_path / "runs", "qs_movielens_normalisation", "movielens", "Hinge", 3,
+              record=rec(fps, commit="0" * 40))                  # git lacks its commit: not judged
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "downstream"], check=True)
+
+    def statuses():
+        jobs = staleness.job_table(tmp_path / "runs", fps, MACHINE, config)
+        jobs = jobs[jobs["experiment"] == "qs_movielens_normalisation"]
+        return dict(zip(jobs["method"] + jobs["split"], zip(jobs["status"], jobs["detail"])))
+
+    assert {k: v[0] for k, v in statuses().items()} == {"QS3": "fresh", "QS4": "fresh", "Hinge3": "fresh"}
+    write_job(tmp_path / "runs", "qs_movielens", "movielens", "QS", 3, seconds=9.0, record=rec(fps))
+    assert statuses()["QS3"][0] == "fresh"                     # another time only
+    text = (tmp_path / "runs/qs_movielens/movielens/QS/split4.csv").read_text()
+    (tmp_path / "runs/qs_movielens/movielens/QS/split4.csv").write_text(text.replace("0.25", "0.26"))
+    (tmp_path / "runs/qs_movielens/movielens/QS/split3.csv").write_text(text.replace("0.25", "0.26"))
+    now = statuses()
+    assert now["QS3"] == now["QS4"] == ("stale", "read archived qs_movielens jobs that were rerun since with other numbers")
+    assert now["Hinge3"][0] == "fresh"
+    table = staleness.status_table(tmp_path / "runs", fps, MACHINE, config).set_index("experiment")
+    assert table.loc["qs_movielens_normalisation", ["status", "stale", "fresh"]].tolist() == ["stale", 2, 1]
+
+
 def test_compare_status_names_the_experiment_and_the_paths(tmp_path):
     write_job(tmp_path, "chains", "ocr", "M4N", 0, record=rec({"chain.M4N": "a"}))
     committed = staleness.status_table(tmp_path, {"chain.M4N": "a"}, MACHINE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -225,6 +226,11 @@ def test_smoke_workflow_end_to_end(smoke_local):
                              & (tuned["variant"] == v)].set_index("metric")["mean"]
     copied, original = fig("fig5d", "K=5"), fig("fig2", "")
     assert copied.equals(original) and len(fig("fig5d", "K=2")) > 0   # the table has no seconds rows
+    # a job that reads other jobs' rows keeps their digests (structpred runs status: stale once they move)
+    from structpred.runs.archive import result_digest
+    records = {p: json.loads(p.read_text()) for p in (workdir / "results" / "casimir_ner_tuned").rglob("*.numerics.json")}
+    inputs = {k: v for r in records.values() for k, v in r.get("inputs", {}).items()}
+    assert inputs and all(v == result_digest(workdir / "results" / k) for k, v in inputs.items())
 
     # Casimir VOC Fig. 3 on the synthetic folder (random AlexNet): the whole path ran, labelled synthetic
     voc = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_voc.csv")

@@ -5,7 +5,7 @@ import pandas as pd
 from structpred.runs.numerics import write_record
 from structpred.papers.registry import get
 from structpred.tables.results import make_rows, write_csv
-from structpred.runs.archive import cpu_model
+from structpred.runs.archive import cpu_model, result_digest
 from structpred.runs.job_cpu import process_tree_cpu_seconds
 from structpred.report.provenance import git_commit
 from structpred.workflow import rule_script
@@ -28,5 +28,8 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     write_csv(rows, snakemake.output.rows)  # noqa: F821
     # beside it: the commit, the machine class and the fingerprints of the numerics paths the job ran
     # (structpred runs status compares them with today's code)
+    # and the digests of the other jobs' rows it read (a rerun of one of those makes it stale)
+    runs = dict(snakemake.input).get("runs", [])  # noqa: F821
+    inputs = {f.removeprefix("results/"): result_digest(f) for f in ([runs] if isinstance(runs, str) else runs)}
     write_record(snakemake.output.rows, spec.numeric_paths(snakemake.config, wc.dataset, wc.method),  # noqa: F821
-                 git_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed)
+                 git_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed, inputs=inputs)

@@ -14,6 +14,7 @@ and compares their rows with the archive's (timings excluded): ``structpred runs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -109,9 +110,15 @@ def cost_table(archive, by: str = "experiment") -> pd.DataFrame:
 
 def result_text(path) -> str:
     """A job file's rows as CSV text without its timing rows (``seconds``, and the CPU in their
-    ``detail``): what a rerun must reproduce byte for byte."""
+    ``detail``): what a rerun must reproduce byte for byte.  ``path``: a file, or its text as a
+    ``io.StringIO``."""
     rows = pd.read_csv(path, dtype=str, keep_default_na=False)
     return rows[rows["metric"] != "seconds"].to_csv(index=False, lineterminator="\n")
+
+
+def result_digest(path) -> str:
+    """The sha256 of :func:`result_text`: what a job's numerics record keeps of each job file it read."""
+    return hashlib.sha256(result_text(path).encode()).hexdigest()
 
 
 def load_config(project=".", configfile=None) -> dict:

@@ -132,13 +132,18 @@ def record_path(job_file) -> Path:
     return Path(str(job_file).removesuffix(".csv") + ".numerics.json")
 
 
-def write_record(rows_path, paths, commit: str, cpu_seconds: float | None = None, cpu_partial: bool = False) -> None:
+def write_record(rows_path, paths, commit: str, cpu_seconds: float | None = None, cpu_partial: bool = False,
+                 inputs: dict | None = None) -> None:
     """Write :func:`record` to ``<rows_path without .csv>.numerics.json``, atomically, with the job's
     CPU seconds (:mod:`structpred.runs.job_cpu`) when given; ``cpu_partial``: they miss the CPU of
-    an earlier, stopped run that this job resumed."""
+    an earlier, stopped run that this job resumed.  ``inputs``: the other jobs' result files it read,
+    ``{path relative to the archive: its digest}`` (:func:`structpred.runs.archive.result_digest`), so
+    that ``structpred runs status`` sees when one of them is re-archived with other numbers."""
     rec = record(paths, commit)
     if cpu_seconds is not None:
         rec.update(cpu_seconds=round(float(cpu_seconds), 3), cpu_partial=bool(cpu_partial))
+    if inputs:
+        rec["inputs"] = dict(sorted(inputs.items()))
     with atomic_open(record_path(rows_path), "w") as fh:
         fh.write(json.dumps(rec, indent=1, sort_keys=True) + "\n")
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from structpred.papers.registry import get
-from structpred.runs.archive import _run_until, history_path, job_path
+from structpred.runs.archive import _run_until, history_path, job_path, place_upstream, upstream, verify_commands
 from structpred.runs.numerics import fingerprints, machine_class, record_path
 from structpred.runs.staleness import job_status, job_table, read_record
 
@@ -30,7 +30,7 @@ def pending_jobs(archive, experiment: str, config: dict) -> list[str]:
     """The configured jobs of ``experiment`` (result paths relative to the archive) whose archived
     file is missing or whose numerics record is not fresh here, in the experiment's job order."""
     jobs = [job_path(experiment, d, m, k) for d, m, k in get(experiment).jobs(config)]
-    table = job_table(archive)
+    table = job_table(archive, config=config)
     fresh = {job_path(r.experiment, r.dataset, r.method, r.split)
              for r in table[(table["experiment"] == experiment) & (table["status"] == "fresh")].itertuples()}
     return [j for j in jobs if j not in fresh]
@@ -62,6 +62,20 @@ def archive_job(results: Path, archive: Path, path: str) -> bool:
     return True
 
 
+def archived_inputs(archive: Path, part: list[str], experiment: str, config: dict, results: Path) -> list[str]:
+    """The archived files (rows and history) of other experiments' jobs that the jobs ``part`` read
+    and that are fresh here but missing from ``results``: the rerun reads them as archived rather
+    than recomputing them (their experiment's own rerun keeps them current)."""
+    table = job_table(archive, config=config)
+    fresh = {job_path(r.experiment, r.dataset, r.method, r.split) for r in table[table["status"] == "fresh"].itertuples()}
+    wanted = set()
+    for path in part:
+        e, d, m, k = path.split("/")
+        wanted |= {f for f in upstream(config, e, d, m, k.removeprefix("split").removesuffix(".csv"))[0]
+                   if f.split("/")[0] != experiment and f in fresh and not (results / f).is_file()}
+    return sorted(wanted | {history_path(f) for f in wanted})
+
+
 def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, chunk: int = 20,
           hours: float | None = None, log=print) -> tuple[int, int]:
     """Rerun the pending jobs of ``experiment`` in ``project`` (its ``results/``), ``chunk`` jobs
@@ -80,9 +94,15 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
             break
         part = pending[start:start + chunk]
         clear_unfresh(project / "results", part, current, machine)
-        command = [sys.executable, "-m", "snakemake", *(f"results/{p}" for p in part), "--cores", str(cores),
-                   "--keep-going"]
-        proc, stopped = _run_until(command, project, deadline)
+        prepare, command = verify_commands([f"results/{p}" for p in part], cores)
+        place = archived_inputs(archive, part, experiment, config, project / "results")
+        stopped = False
+        if place:   # build the data and features first, then the archived inputs go in newer than them
+            log(f"{experiment}: reusing {len(place)} archived files of other experiments' jobs")
+            stopped = _run_until(prepare, project, deadline)[1]
+            place_upstream(archive, place, project)
+        if not stopped:
+            proc, stopped = _run_until(command, project, deadline)
         finished = [p for p in part if archive_job(project / "results", archive, p)]
         done += len(finished)
         log(f"{experiment}: chunk {start // chunk + 1}: {len(finished)} of {len(part)} jobs archived"

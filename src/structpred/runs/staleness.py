@@ -7,7 +7,8 @@ the commit and machine class it ran on and the fingerprints of the paths it ran.
 * **fresh** when its record was made on this machine class and every fingerprint equals today's;
 * **stale** when one of its paths' fingerprints moved (the record names the commit it ran at), or
   when a rerun of it by ``structpred runs verify --record`` differed from the archive
-  (``"reproduced": false``);
+  (``"reproduced": false``), or when another job's rows it read (``qs_movielens_normalisation``
+  refits ``qs_movielens``'s choices) were re-archived since with other numbers (:func:`input_moves`);
 * **unknown** when it has no record (archived before records were kept) or its record was made on
   another machine class (bits are compared within one class only).
 
@@ -19,14 +20,16 @@ its reruns or with that file saying so (``structpred runs status --write``).
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
 from pathlib import Path
 
 import pandas as pd
 
 from structpred.errors import ConfigError
 from structpred.report.archive_status import read_status
-from structpred.runs.archive import job_costs, job_files, verify
+from structpred.runs.archive import job_costs, job_files, load_config, result_digest, upstream, verify
 from structpred.runs.numerics import PATHS, fingerprints, machine_class, record_path
 
 COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]
@@ -46,30 +49,98 @@ def read_record(job_file) -> dict | None:
     return rec
 
 
-def job_status(rec: dict | None, current: dict[str, str], machine: str) -> tuple[str, list[str], str]:
-    """``(status, moved paths, detail)`` of one job from its record, today's fingerprints and
-    this machine's class."""
+def job_status(rec: dict | None, current: dict[str, str], machine: str,
+               moved_inputs: str = "") -> tuple[str, list[str], str]:
+    """``(status, moved paths, detail)`` of one job from its record, today's fingerprints, this
+    machine's class and :func:`input_moves`'s line for it (empty: what it read is archived as it
+    read it)."""
     if rec is None:
         return "unknown", [], "no numerics record (archived before records were kept)"
     if rec.get("reproduced") is False:
         return "stale", [], f"a rerun at {rec['commit'][:10]} differed from the archive"
+    if moved_inputs:
+        return "stale", [], moved_inputs
     if rec["machine"] != machine:
         return "unknown", [], f"recorded on another machine class ({rec['machine']})"
     moved = sorted(p for p, f in rec["fingerprints"].items() if current.get(p) != f)
     return ("stale", moved, "") if moved else ("fresh", [], "")
 
 
-def job_table(archive, current: dict[str, str] | None = None, machine: str | None = None) -> pd.DataFrame:
+def _committed_texts(archive: Path, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+    """``{(commit, path): the archive's file at that commit}`` read from git in one call (``None``
+    where git lacks the commit or the file, or the archive is not in a repository)."""
+    out = dict.fromkeys(wanted)
+    try:
+        top = Path(subprocess.run(["git", "-C", str(archive), "rev-parse", "--show-toplevel"], capture_output=True,
+                                  text=True, check=True).stdout.strip())
+        prefix = archive.resolve().relative_to(top.resolve()).as_posix()
+        request = "".join(f"{c}:{prefix}/{p}\n" for c, p in wanted).encode()
+        data = subprocess.run(["git", "-C", str(top), "cat-file", "--batch"], input=request, capture_output=True,
+                              check=True).stdout
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return out
+    at = 0
+    for key in wanted:
+        end = data.index(b"\n", at)
+        header = data[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            out[key] = data[at:at + size].decode("utf-8", "replace")
+            at += size + 1
+    return out
+
+
+def input_moves(archive, records: list[tuple[Path, dict | None]], config: dict) -> dict[Path, str]:
+    """``{job file: why}`` for the jobs with a record whose input rows (other archived jobs they read:
+    :func:`structpred.runs.archive.upstream`) are no longer what they read.  A record with ``inputs``
+    holds the digests of what it read; an older one is compared with git: the input as archived at
+    the commit the job ran at (an input git does not have there is not judged)."""
+    archive, reads = Path(archive), {}
+    for path, rec in records:
+        if rec is not None:
+            e, d, m = path.parts[-4:-1]
+            files = upstream(config, e, d, m, path.stem.removeprefix("split"))[0]
+            if files:
+                reads[path] = (rec, files)
+    now = {f: result_digest(archive / f) if (archive / f).is_file() else None
+           for _, files in reads.values() for f in files}
+    old = _committed_texts(archive, sorted({(rec["commit"].removesuffix("+dirty"), f)
+                                            for rec, files in reads.values() if "inputs" not in rec for f in files}))
+    then = {k: None if t is None else result_digest(io.StringIO(t)) for k, t in old.items()}
+    out = {}
+    for path, (rec, files) in reads.items():
+        commit = rec["commit"].removesuffix("+dirty")
+        if "inputs" in rec:
+            moved = [f for f in files if rec["inputs"].get(f) != now[f]]
+        else:
+            moved = [f for f in files if then[(commit, f)] is not None and then[(commit, f)] != now[f]]
+        if moved:
+            sources = ", ".join(sorted({f.split("/")[0] for f in moved}))
+            out[path] = f"read archived {sources} jobs that were rerun since with other numbers"
+    return out
+
+
+def job_table(archive, current: dict[str, str] | None = None, machine: str | None = None,
+              config: dict | None = None) -> pd.DataFrame:
     """One row per archived job: experiment, dataset, method, split, status, moved paths, the
-    commit it ran at (or was rerun at), detail."""
+    commit it ran at (or was rerun at), detail.  ``config``: the workflow's (which jobs read which,
+    :func:`input_moves`); default: the configuration of the project holding ``archive``, none if
+    there is none."""
     machine = machine_class() if machine is None else machine
     rows, records = [], [(p, read_record(p)) for p in job_files(archive)]
     if current is None:
         wanted = {n for _, r in records if r is not None for n in r["fingerprints"]}
         current = fingerprints(wanted)
+    if config is None:
+        try:
+            config = load_config(Path(archive).resolve().parent)
+        except ConfigError:
+            config = {}
+    moves = input_moves(archive, records, config)
     for path, rec in records:
         experiment, dataset, method = path.parts[-4:-1]
-        status, moved, detail = job_status(rec, current, machine)
+        status, moved, detail = job_status(rec, current, machine, moves.get(path, ""))
         rows.append({"experiment": experiment, "dataset": dataset, "method": method,
                      "split": path.stem.removeprefix("split"), "status": status, "moved": moved,
                      "commit": "" if rec is None else rec["commit"], "detail": detail})
@@ -77,10 +148,11 @@ def job_table(archive, current: dict[str, str] | None = None, machine: str | Non
                                        "commit", "detail"])
 
 
-def status_table(archive, current: dict[str, str] | None = None, machine: str | None = None) -> pd.DataFrame:
+def status_table(archive, current: dict[str, str] | None = None, machine: str | None = None,
+                 config: dict | None = None) -> pd.DataFrame:
     """One row per archived experiment (:data:`COLUMNS`): its status, job counts, the paths that
-    moved, the commits the stale jobs ran at, and why the unknown ones are unknown."""
-    jobs = job_table(archive, current, machine)
+    moved, the commits the stale jobs ran at, and why the unknown and stale ones are."""
+    jobs = job_table(archive, current, machine, config)
     out = []
     for experiment, group in jobs.groupby("experiment", sort=True):
         counts = group["status"].value_counts()

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from structpred.papers.matrix.table import MatrixJob, fit_cell, relative_losses, render_matrix
+from structpred.papers.matrix.table import MatrixJob, fit_cell, per_metric_rows, relative_losses, render_matrix
+from structpred.errors import ConfigError
 from structpred.papers.registry import get
 from tests.conftest import REPO
 
@@ -19,9 +20,10 @@ def test_cells_borrowed_fitted_and_impossible():
     m = get("matrix")
     jobs = m.jobs(CONFIG)
     s = CONFIG["matrix"]
-    n_datasets = sum(len(t["datasets"]) for t in s["tasks"].values())
+    splits = {t: spec.get("n_splits", s["n_splits"]) for t, spec in s["tasks"].items()}
+    n_cells = sum(len(spec["datasets"]) * len(s["methods"]) * splits[t] for t, spec in s["tasks"].items())
     n_rnk = len(s["tasks"]["rnk"]["datasets"])
-    assert len(jobs) == (n_datasets * len(s["methods"]) - n_rnk) * s["n_splits"]    # no CRF on rankings
+    assert len(jobs) == n_cells - n_rnk * splits["rnk"] - splits["srl"]    # no CRF on rankings, no QS on SRL yet
     assert ("rnk_vowel", "CRF", 0) not in jobs and ("rnk_vowel", "AGM", 0) in jobs
     assert "#P-hard" in m.impossible(CONFIG)[("rnk", "CRF")]
     # M3N on iris is m4n_table1's job: read from its runs, no features of its own
@@ -35,6 +37,53 @@ def test_cells_borrowed_fitted_and_impossible():
     qs = m.settings(CONFIG, "iris", "QS")
     assert qs["lambdas"] == get("m4n_table1").settings(CONFIG, "iris", "M3N")["lambdas"]
     assert m.numeric_paths(CONFIG, "iris", "QS") == ("matrix.QS", "features.nystrom")
+    assert m.numeric_paths(CONFIG, "ocr", "QS") == ("matrix.QS", "features.nystrom", "chain_game.QS")
+
+
+def test_emotion_cells_follow_agm_table_1s_protocol():
+    """AGM Table 1's column: SSVM, CRF and AGM read from agm_emotion's runs (its SSVM is the
+    matrix's M3N), the others fitted by its protocol (lambda on the first split's hold-out, then
+    each split), on the task's own grid and its 20 splits, a row per loss."""
+    m, spec = get("matrix"), CONFIG["matrix"]["tasks"]["emo"]
+    jobs = [j for j in m.jobs(CONFIG) if j[0] == "ck"]
+    assert len(jobs) == len(CONFIG["matrix"]["methods"]) * spec["n_splits"]
+    assert m.run_inputs(CONFIG, "ck", "M3N") == [("ck", "SSVM", None)] and m.job_needs(CONFIG, "ck", "M3N") == ("runs",)
+    assert m.numeric_paths(CONFIG, "ck", "M3N") == ("chain_game.SSVM",)
+    assert m.settings(CONFIG, "ck", "M3N")["metrics"] == CONFIG["agm_emotion"]["losses"]
+    for method in ("M4N", "QS", "SGD", "Casimir-SVRG"):
+        assert not m.borrowed(CONFIG, "ck", method) and m.job_needs(CONFIG, "ck", method) == ("view", "selection")
+        s = m.settings(CONFIG, "ck", method)
+        assert s["protocol"] == "agm_emotion" and s["lambdas"] == spec["lambdas"] and s["n_passes"] == 100
+        assert m.grids(CONFIG, "ck", method) == {"lam": [float(x) for x in spec["lambdas"] if x > 0]}
+        assert m.numeric_paths(CONFIG, "ck", method) == (f"chain_game.{method}",)
+    assert m.view(CONFIG, "ck") == "emotion" and m.threads(CONFIG, "ck") == 1
+    rows = pd.DataFrame({"experiment": "agm_emotion", "task": "emotion", "dataset": "ck", "method": "SSVM",
+                         "split": 3, "lam": [0.1, 0.1, 0.01, np.nan], "selected": [True, True, True, False],
+                         "metric": ["zero_one", "zero_one_nodewise", "weighted_squared", "seconds"],
+                         "value": [0.3, 0.31, 0.2, 5.0]})
+    out = per_metric_rows(rows, "emo", "M3N", ["zero_one", "weighted_squared"])
+    assert out[["dataset", "metric", "value", "lam"]].values.tolist()[:2] == [
+        ["ck:zero_one", "test_loss", 0.3, 0.1], ["ck:weighted_squared", "test_loss", 0.2, 0.01]]
+    assert out["metric"].tolist()[2:] == ["seconds"] and set(out["method"]) == {"M3N"}
+    assert set(out["experiment"]) == {"matrix"} and set(out["task"]) == {"emo"}
+
+
+def test_srl_cells_follow_agm_table_2s_protocol_and_qs_says_why_it_is_missing():
+    """AGM Table 2's column: agm_srl's SSVM, CRF, AGM and M4N jobs read from its runs; SGD and
+    Casimir-SVRG (entropy smoothing through the tree's marginals) fitted by its protocol; QS printed
+    as missing, with the config's reason."""
+    m = get("matrix")
+    assert [j for j in m.jobs(CONFIG) if j[0] == "conll2005"] == [
+        ("conll2005", meth, 0) for meth in CONFIG["matrix"]["methods"] if meth != "QS"]
+    assert "a kernel on the propositions' hashed tree features" in m.impossible(CONFIG)[("srl", "QS")]
+    assert m.run_inputs(CONFIG, "conll2005", "M4N") == [("conll2005", "M4N", None)]
+    s = m.settings(CONFIG, "conll2005", "Casimir-SVRG")
+    assert s["protocol"] == "agm_srl" and s["metrics"] == ["tree_loss"] and s["n_passes"] == CONFIG["agm_srl"]["n_passes"]
+    assert m.job_needs(CONFIG, "conll2005", "SGD") == ("view",) and m.view(CONFIG, "conll2005") == "conll2005"
+    assert m.numeric_paths(CONFIG, "conll2005", "SGD") == ("tree.SGD",)
+    bad = {**CONFIG, "matrix": {**CONFIG["matrix"], "tasks": {"srl": {"source": "agm_srl", "datasets": ["conll2005"]}}}}
+    with pytest.raises(ConfigError, match="needs metrics"):
+        m.settings(bad, "conll2005", "SGD")
 
 
 def test_a_fitted_cell_records_its_losses_and_seconds():

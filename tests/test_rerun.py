@@ -75,3 +75,10 @@ def test_a_rerun_reads_other_experiments_fresh_archived_jobs_rather_than_recompu
     # an experiment's own jobs (a tuning grid) are its rerun's to recompute
     assert rerun.archived_inputs(archive, ["qs_movielens/movielens/QS/split1.csv"], "qs_movielens", CONFIG,
                                  results) == []
+
+
+def test_an_unknown_dataset_is_one_line_and_exit_2(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["runs", "rerun", "--experiment", "matrix", "--dataset", "ck", "--dataset", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "matrix has no dataset nowhere" in err

@@ -94,6 +94,12 @@ class Experiment:
         :mod:`structpred.report.selection`)."""
         return {}
 
+    @staticmethod
+    def settings_grids(settings: dict, method: str) -> dict[str, list]:
+        """The grids a job with ``settings`` searches, where its rows do not list them (the matrix
+        asks the tables it delegates cells to; default: none, lambda's grid read from the rows)."""
+        return {}
+
     def sources(self, config: dict) -> set[str]:
         """The raw-data sources the experiment's jobs read (default: those of their views)."""
         views = {self.view(config, d) for d, _, _ in self.jobs(config)} - {None}

@@ -164,10 +164,17 @@ def _table(name: str, n: int = 24, d: int = 5, k: int = 4):
 
 
 def _fit(est, X, y) -> list:
+    """A fit's weights, history (timings excluded) and training predictions (QS: its loss-trick
+    weights ``alpha(x)`` on the training inputs instead of weights and history)."""
     est.fit(X, y)
+    if not hasattr(est, "coef_"):
+        return [est.weights(X)] + _fit_predictions(est.predict(X))
     out = [est.coef_, est.history_.drop(columns=["seconds"], errors="ignore").to_numpy(dtype=float)]
-    pred = est.predict(X)
-    return out + [np.concatenate([np.asarray(p).ravel() for p in pred]) if isinstance(pred, list) else pred]
+    return out + _fit_predictions(est.predict(X))
+
+
+def _fit_predictions(pred) -> list:
+    return [np.concatenate([np.asarray(p).ravel() for p in pred]) if isinstance(pred, list) else pred]
 
 
 def _table_fits(method: str, variants: list[dict], losses=("zero_one", "ordinal")) -> list:
@@ -301,6 +308,15 @@ def _chain_game_m4n():
     return _emotion_fits("M4N", {})
 
 
+def _chain_game_matrix(method: str) -> Callable[[], list]:
+    """The matrix's ``method`` on AGM Table 1's chains (``matrix``'s emotion column)."""
+    return lambda: _emotion_fits(method, {"budget": {"kernel": "linear"}} if method == "QS" else {})
+
+
+for _method in ("QS", "SGD", "Casimir-SVRG"):
+    path(f"chain_game.{_method}")(_chain_game_matrix(_method))
+
+
 @path("chain_game.qp")
 def _chain_game_qp():
     converged = {"rtol": 1e-3, "eval_every": 1, "options": {"solver": "qp"}}
@@ -332,7 +348,7 @@ def _tree_fit(method: str) -> list:
     return _fit(estimator(method, Tree(3, "absolute", joint_map="tree_hashed"), 0.01, settings, 0), X, y)
 
 
-for _method in ("AGM", "CRF", "SSVM", "M4N"):
+for _method in ("AGM", "CRF", "SSVM", "M4N", "SGD", "Casimir-SVRG"):   # the last two: the matrix's SRL cells
     path(f"tree.{_method}")(lambda m=_method: _tree_fit(m))
 
 

@@ -77,13 +77,14 @@ def archived_inputs(archive: Path, part: list[str], experiment: str, config: dic
 
 
 def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, chunk: int = 20,
-          hours: float | None = None, log=print) -> tuple[int, int]:
+          hours: float | None = None, datasets=None, log=print) -> tuple[int, int]:
     """Rerun the pending jobs of ``experiment`` in ``project`` (its ``results/``), ``chunk`` jobs
     per Snakemake call, archiving each chunk's finished jobs as it ends; stop starting chunks after
     ``hours`` (the chunk running then is stopped at that time and its finished jobs archived).
+    ``datasets``: only the jobs on these (e.g. one column of the matrix).
     Returns (jobs archived, jobs pending at the start)."""
     project, archive = Path(project).resolve(), Path(archive).resolve()
-    pending = pending_jobs(archive, experiment, config)
+    pending = [p for p in pending_jobs(archive, experiment, config) if not datasets or p.split("/")[1] in datasets]
     deadline = None if hours is None else time.monotonic() + 3600 * hours
     log(f"{experiment}: {len(pending)} jobs to rerun (not fresh here or not archived)")
     exp = get(experiment)

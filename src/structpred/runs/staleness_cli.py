@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from structpred.io import atomic_open
+from structpred.papers.registry import get
 from structpred.report.archive_status import describe
 from structpred.runs import rerun, staleness
 from structpred.runs.archive import load_config
@@ -42,6 +43,8 @@ def register(sub) -> None:
     again.add_argument("--chunk", type=int, default=20, help="jobs per Snakemake call (default: 20)")
     again.add_argument("--hours", type=float, default=None,
                        help="start no chunk after this many hours and stop the one running then")
+    again.add_argument("--dataset", action="append", default=None,
+                       help="only the jobs on this dataset (repeat for more; e.g. ck, the matrix's emotion column)")
     again.set_defaults(func=_rerun)
 
 
@@ -74,8 +77,14 @@ def _rerun(args) -> int:
     if args.experiment not in config.get("experiments", {}):
         print(f"structpred: unknown experiment {args.experiment!r} (see `structpred experiments`)", file=sys.stderr)
         return 2
+    known = {d for d, _, _ in get(args.experiment).jobs(config)}
+    if args.dataset and set(args.dataset) - known:
+        print(f"structpred: {args.experiment} has no dataset {', '.join(sorted(set(args.dataset) - known))}; "
+              f"its datasets: {', '.join(sorted(known))}", file=sys.stderr)
+        return 2
     done, pending = rerun.rerun(Path.cwd(), args.archive, args.experiment, config, cores=args.cores,
-                                chunk=args.chunk, hours=args.hours, log=lambda line: print(line, file=sys.stderr))
+                                chunk=args.chunk, hours=args.hours, datasets=args.dataset,
+                                log=lambda line: print(line, file=sys.stderr))
     print(f"{args.experiment}: {done} of {pending} pending jobs rerun and archived; "
           "then `structpred runs status --write` and `structpred report rerender`")
     return 0 if done == pending else 1

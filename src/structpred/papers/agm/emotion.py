@@ -47,6 +47,7 @@ from structpred.features import Sequences
 from structpred.features.sequences import difference_edges
 from structpred.outputs import Chain
 from structpred.papers.agm.report import emotion_figure, render_emotion, render_emotion_converged
+from structpred.papers.matrix.methods import estimator as matrix_estimator
 from structpred.papers.registry import Experiment, register
 from structpred.solvers.driver import relative_gap
 from structpred.tables.results import select_first_min
@@ -70,6 +71,8 @@ N_LABELS = 3
 N_EMOTIONS = 6
 #: methods trained on the primal (AdaGrad), which accept ``lam = 0``
 PRIMAL_METHODS = ("AGM", "AGM-SPMP")
+#: the matrix's methods that the AGM paper does not run (``matrix`` runs them on this protocol)
+MATRIX_METHODS = ("QS", "SGD", "Casimir-SVRG")
 
 
 def loss_space(name: str, normalize: bool = True):
@@ -114,9 +117,15 @@ def method_estimator(method: str, space, lam: float, settings: dict, n_passes: i
     fit stops at its first evaluated pass (every ``eval_every``) whose certified duality gap is
     ``<= rtol * primal``, ``settings["options"]`` are more estimator arguments (``solver: qp``: the
     dual QP), and AGM's objective is minimised through its dual (:class:`~structpred.estimators.M4N`
-    with ``game="exact"``), which certifies the gap (AdaGrad has none)."""
+    with ``game="exact"``), which certifies the gap (AdaGrad has none).  The matrix's other methods
+    (:data:`MATRIX_METHODS`: QS, SGD, Casimir-SVRG) come from its factory with ``settings["budget"]``,
+    their passes this protocol's."""
+    if method in MATRIX_METHODS:
+        budget = {**settings.get("budget", {}), **({} if method == "QS" else {"n_passes": n_passes})}
+        return matrix_estimator(method, space, float(lam), budget, seed)
     if method not in ("AGM", "CRF", "SSVM", "M4N", "AGM-SPMP"):
-        raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N, AGM-SPMP")
+        raise ConfigError(f"unknown AGM-table method {method!r}; known: AGM, CRF, SSVM, M4N, AGM-SPMP, "
+                          f"{', '.join(MATRIX_METHODS)}")
     common = {"loss": space, "lam": float(lam), "n_passes": n_passes, "random_state": seed,
               "eval_every": n_passes}
     if settings.get("rtol") is not None:
@@ -264,6 +273,10 @@ class EmotionTable(Experiment):
     def settings(self, config, dataset, method):
         return {k: self.block(config)[k] for k in self.KEYS}
 
+    def space(self, config, dataset):
+        """The chain space of the table's first loss (which methods a chain of 3 labels supports)."""
+        return loss_space(self.block(config)["losses"][0])
+
     def numeric_paths(self, config, dataset, method):
         qp = self.settings(config, dataset, method).get("options", {}).get("solver") == "qp"
         return ("chain_game.qp",) if qp else (f"chain_game.{method}",)
@@ -271,8 +284,12 @@ class EmotionTable(Experiment):
     single_selection = True
 
     def grids(self, config, dataset, method):
-        s = self.settings(config, dataset, method)
-        return {"lam": method_lambdas(method, s["lambdas"], s.get("rtol") is not None)}
+        return self.settings_grids(self.settings(config, dataset, method), method)
+
+    @staticmethod
+    def settings_grids(settings: dict, method: str) -> dict[str, list]:
+        """The lambda grid ``method`` searches under a job's ``settings``."""
+        return {"lam": method_lambdas(method, settings["lambdas"], settings.get("rtol") is not None)}
 
     def select(self, inputs, settings, *, seed, dataset, method):
         arrays, _ = load(inputs["view"])

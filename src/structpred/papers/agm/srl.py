@@ -35,7 +35,7 @@ from structpred.data.store import load
 from structpred.errors import ConfigError
 from structpred.features.srl import srl_examples
 from structpred.outputs import Tree
-from structpred.papers.agm.emotion import method_estimator
+from structpred.papers.agm.emotion import MATRIX_METHODS, method_estimator
 from structpred.papers.qs.report import metric_bars, render_grid
 from structpred.papers.registry import Experiment, register
 from structpred.tables.figures import legend_outside, save_figure
@@ -70,9 +70,10 @@ def examples(arrays, part: str, settings: dict, seed: int, rank: np.ndarray):
 
 
 def estimator(method: str, space, lam: float, settings: dict, seed: int):
-    """The AGM paper's estimator of ``method`` (:func:`structpred.papers.agm.emotion.method_estimator`)."""
-    if method not in METHODS:
-        raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
+    """The AGM paper's estimator of ``method`` (:func:`structpred.papers.agm.emotion.method_estimator`;
+    the matrix's QS, SGD and Casimir-SVRG too)."""
+    if method not in METHODS + MATRIX_METHODS:
+        raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS + MATRIX_METHODS)}")
     return method_estimator(method, space, lam, settings, settings["n_passes"], seed)
 
 
@@ -122,9 +123,13 @@ class SemanticRoleLabelling(Experiment):
     resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
     # solver state after every pass: a stopped job resumes
 
+    def space(self, config, dataset):
+        """The tree space of the ordinal loss over the 9 classes."""
+        return Tree(len(class_order(self.block(config)["class_order_seed"])[1]), "absolute", joint_map="tree_hashed")
+
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
-        if method not in METHODS:
-            raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS)}")
+        if method not in METHODS + MATRIX_METHODS:
+            raise ConfigError(f"unknown agm_srl method {method!r}; known: {', '.join(METHODS + MATRIX_METHODS)}")
         arrays, _ = load(inputs["view"])
         rank, order = class_order(settings["class_order_seed"])
         space = Tree(len(order), "absolute", joint_map="tree_hashed")

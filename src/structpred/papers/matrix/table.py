@@ -3,9 +3,19 @@
 Rows: the seven methods of :mod:`structpred.papers.matrix.methods`; columns: tasks, each with its
 paper table's data, splits, features and task loss (its ``source``).  A cell whose method the
 source table already runs on that dataset is read from the source's runs (the same job: the same
-data, split, lambda grid and budget); every other cell is fitted here on the source's split
-features over the source's lambda grid, with its method family's budget from the config,
-lambda chosen on the validation part (ties: the first of the grid).  A cell that cannot exist
+data, split, lambda grid and budget; ``methods_as`` names a method the source calls otherwise).
+Every other cell is fitted here by its source's protocol:
+
+* a source that fits the lambda grid on each split's features (M4N Table 1): on those features
+  over its lambda grid, with the method family's budget from the config, lambda chosen on the
+  split's validation part (ties: the first of the grid);
+* any other source (AGM Table 1: lambda on a hold-out of the first split in a model-selection
+  stage, then every split's final fit, a row per loss; AGM Table 2: one job fits the lambda grid
+  on the SRL subsample and picks on the devel section) through the source's own ``select`` and
+  ``run`` with the method added to its estimators; the task's ``metrics`` of its rows become one
+  dataset each (``ck:weighted_absolute``, ``conll2005:tree_loss``), metric ``test_loss``.
+
+A cell that cannot exist
 (the CRF on permutations: marginals need the permanent) is printed with its reason.  Per
 (task, dataset): the best method by mean test loss, and bold every method not significantly
 worse by a paired Wilcoxon test over the splits (AGM's rule); every pair's test is in the test
@@ -22,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.outputs import make_space
+from structpred.outputs import Chain, make_space
 from structpred.papers.m4n.tables import fit_lambda_grid, records_to_rows
 from structpred.papers.matrix.methods import METHODS, estimator, why_impossible
 from structpred.papers.registry import Experiment, get, register
@@ -74,15 +84,14 @@ def fit_cell(parts, job: MatrixJob, lam: float, checkpoint=None) -> tuple[dict, 
     return record, history.assign(lam=float(lam))
 
 
-def task_spec(block: dict, task: str) -> dict:
-    if task not in block["tasks"]:
-        raise ConfigError(f"matrix: unknown task {task!r}; known: {', '.join(block['tasks'])}")
-    return block["tasks"][task]
-
-
-def _family(loss: str, space: dict | None):
-    """A small space of the loss's family: enough to say which methods it supports."""
-    return make_space(loss, 3, **(space or {}))
+def per_metric_rows(rows: pd.DataFrame, task: str, method: str, metrics) -> pd.DataFrame:
+    """A delegated source's rows as the matrix's: each of the task's ``metrics`` (AGM Table 1's
+    losses, Table 2's ``tree_loss``) as dataset ``<dataset>:<metric>``, metric ``test_loss``; the
+    seconds rows as they are; the source's other rows dropped."""
+    test = rows[rows["metric"].isin(list(metrics)) & rows["selected"].astype(bool)]
+    test = test.assign(dataset=test["dataset"] + ":" + test["metric"], metric="test_loss")
+    return pd.concat([test, rows[rows["metric"] == "seconds"]], ignore_index=True).assign(
+        experiment="matrix", task=task, method=method)
 
 
 @register
@@ -102,22 +111,41 @@ class Matrix(Experiment):
                 return task, spec
         raise ConfigError(f"matrix: {dataset} is in no task")
 
+    def _source(self, config, dataset) -> Experiment:
+        return get(self._task(config, dataset)[1]["source"])
+
     def _source_settings(self, config, dataset) -> dict:
         """The source table's settings of a dataset's job (its loss, lambda grid, space options)."""
-        return get(self._task(config, dataset)[1]["source"]).settings(config, dataset, "M3N")
+        return self._source(config, dataset).settings(config, dataset, "M3N")
+
+    def delegates(self, config, dataset) -> bool:
+        """Whether the dataset's cells are fitted by the source's own protocol (AGM Tables 1 and 2)
+        rather than on its split features (M4N Table 1)."""
+        return "features" not in self._source(config, dataset).needs
+
+    def source_method(self, config, dataset, method) -> str:
+        """The source's name of ``method`` (AGM Table 1 calls BCFW on the structured hinge SSVM)."""
+        return self._task(config, dataset)[1].get("methods_as", {}).get(method, method)
 
     def borrowed(self, config, dataset, method) -> bool:
         """Whether the source table runs ``method`` on ``dataset`` (its cell is read from there)."""
-        source = self._task(config, dataset)[1]["source"]
-        return any(d == dataset and m == method for d, m, _ in get(source).jobs(config))
+        name = self.source_method(config, dataset, method)
+        return any(d == dataset and m == name for d, m, _ in self._source(config, dataset).jobs(config))
+
+    def _family(self, config, dataset):
+        """A space of the dataset's loss family: enough to say which methods it supports."""
+        if self.delegates(config, dataset):
+            return self._source(config, dataset).space(config, dataset)
+        s = self._source_settings(config, dataset)
+        return make_space(s["loss"], 3, **(s.get("space") or {}))
 
     def impossible(self, config) -> dict[tuple[str, str], str]:
         """``(task, method) -> reason`` of the cells that cannot exist."""
         out = {}
         for task, spec in self.block(config)["tasks"].items():
-            s = self._source_settings(config, spec["datasets"][0])
+            family = self._family(config, spec["datasets"][0])
             for method in self.block(config)["methods"]:
-                reason = why_impossible(method, _family(s["loss"], s.get("space")))
+                reason = spec.get("impossible", {}).get(method) or why_impossible(method, family)
                 if reason is not None:
                     out[(task, method)] = reason
         return out
@@ -129,27 +157,48 @@ class Matrix(Experiment):
             raise ConfigError(f"matrix: unknown methods {unknown}; known: {', '.join(METHODS)}")
         impossible = self.impossible(config)
         return [(d, m, k) for task, spec in s["tasks"].items() for d in spec["datasets"] for m in s["methods"]
-                if (task, m) not in impossible for k in range(s["n_splits"])]
+                if (task, m) not in impossible for k in range(spec.get("n_splits", s["n_splits"]))]
 
     def job_needs(self, config, dataset, method):
-        return ("runs",) if self.borrowed(config, dataset, method) else ("features",)
+        if self.borrowed(config, dataset, method):
+            return ("runs",)
+        return self._source(config, dataset).needs if self.delegates(config, dataset) else ("features",)
+
+    def view(self, config, dataset):
+        return self._source(config, dataset).view(config, dataset)
 
     def runs_source(self, config, dataset, method):
         return self._task(config, dataset)[1]["source"]
 
     def run_inputs(self, config, dataset, method):
-        return [(dataset, method, None)] if self.borrowed(config, dataset, method) else []
+        borrowed = self.borrowed(config, dataset, method)
+        return [(dataset, self.source_method(config, dataset, method), None)] if borrowed else []
 
     def feature_settings(self, config, dataset):
-        return get(self._task(config, dataset)[1]["source"]).feature_settings(config, dataset)
+        return self._source(config, dataset).feature_settings(config, dataset)
 
     def threads(self, config, dataset):
-        return self.block(config).get("threads", 1)
+        return 1 if self.delegates(config, dataset) else self.block(config).get("threads", 1)
+
+    def grids(self, config, dataset, method):
+        if self.delegates(config, dataset) and not self.borrowed(config, dataset, method):
+            return self._source(config, dataset).settings_grids(self.settings(config, dataset, method), method)
+        return {}
 
     def settings(self, config, dataset, method):
         task, spec = self._task(config, dataset)
+        source = self._source(config, dataset)
+        if self.delegates(config, dataset) and not spec.get("metrics"):
+            raise ConfigError(f"matrix: task {task} (source {spec['source']}) needs metrics: which of the source's "
+                              "rows are its test losses")
+        metrics = {"metrics": list(spec["metrics"])} if self.delegates(config, dataset) else {}
         if self.borrowed(config, dataset, method):
-            return {"task": task, "method": method, "source": spec["source"]}
+            return {"task": task, "method": method, "source": spec["source"],
+                    "source_method": self.source_method(config, dataset, method), **metrics}
+        if self.delegates(config, dataset):       # the source's protocol, with this method
+            return {**source.settings(config, dataset, method), **({"lambdas": spec["lambdas"]} if "lambdas" in spec else {}),
+                    "task": task, "method": method, "protocol": spec["source"], **metrics,
+                    "budget": dict(self.block(config)["budgets"].get(method, {}))}
         src = self._source_settings(config, dataset)
         out = {"task": task, "method": method, "loss": src["loss"], "lambdas": list(src["lambdas"]),
                "budget": dict(self.block(config)["budgets"].get(method, {}))}
@@ -158,14 +207,30 @@ class Matrix(Experiment):
         return out
 
     def numeric_paths(self, config, dataset, method):
+        source = self._source(config, dataset)
         if self.borrowed(config, dataset, method):
-            return get(self.runs_source(config, dataset, method)).numeric_paths(config, dataset, method)
-        return (f"matrix.{method}", "features.nystrom")
+            return source.numeric_paths(config, dataset, self.source_method(config, dataset, method))
+        if self.delegates(config, dataset):
+            return source.numeric_paths(config, dataset, method)
+        # on chains (OCR) the method's chain path too: the matrix.* paths fit tables and rankings
+        chain = (f"chain_game.{method}",) if isinstance(self._family(config, dataset), Chain) else ()
+        return (f"matrix.{method}", "features.nystrom", *chain)
+
+    def select(self, inputs, settings, *, seed, dataset, method):
+        return get(settings["protocol"]).select(inputs, settings, seed=seed, dataset=dataset, method=method)
 
     def run(self, inputs, settings, *, seed, dataset, method, split, threads=1, checkpoint=None):
         if "source" in settings:        # the source table's job: its rows, as this table's
-            rows = read_results(inputs["runs"]).assign(experiment=self.name)
+            rows = read_results(inputs["runs"]).assign(experiment=self.name, method=method)
+            if "metrics" in settings:
+                rows = per_metric_rows(rows, settings["task"], method, settings["metrics"])
             return rows.dropna(axis=1, how="all").to_dict("records"), None
+        if "protocol" in settings:      # fitted by the source's protocol (its own fit cache, if it keeps one)
+            source = get(settings["protocol"])
+            resume = {"checkpoint": checkpoint} if source.resumable and checkpoint is not None else {}
+            rows, _ = source.run(inputs, settings, seed=seed, dataset=dataset, method=method, split=split, **resume)
+            rows = per_metric_rows(pd.DataFrame(rows), settings["task"], method, settings["metrics"])
+            return rows.to_dict("records"), None
         arrays, meta = load_split(inputs["features"])
         job = MatrixJob.from_settings(settings, n_labels=int(meta["n_labels"]),
                                       random_state=int_seed(seed, dataset, "order", split))

@@ -20,7 +20,8 @@ def test_cells_borrowed_fitted_and_impossible():
     m = get("matrix")
     jobs = m.jobs(CONFIG)
     s = CONFIG["matrix"]
-    splits = {t: spec.get("n_splits", s["n_splits"]) for t, spec in s["tasks"].items()}
+    splits = {t: len(m.splits(CONFIG, spec["datasets"][0])) for t, spec in s["tasks"].items()}
+    assert splits["mc"] == s["n_splits"] and splits["emo"] == CONFIG["agm_emotion"]["n_splits"] and splits["srl"] == 1
     n_cells = sum(len(spec["datasets"]) * len(s["methods"]) * splits[t] for t, spec in s["tasks"].items())
     n_rnk = len(s["tasks"]["rnk"]["datasets"])
     assert len(jobs) == n_cells - n_rnk * splits["rnk"] - splits["srl"]    # no CRF on rankings, no QS on SRL yet
@@ -46,7 +47,7 @@ def test_emotion_cells_follow_agm_table_1s_protocol():
     each split), on the task's own grid and its 20 splits, a row per loss."""
     m, spec = get("matrix"), CONFIG["matrix"]["tasks"]["emo"]
     jobs = [j for j in m.jobs(CONFIG) if j[0] == "ck"]
-    assert len(jobs) == len(CONFIG["matrix"]["methods"]) * spec["n_splits"]
+    assert len(jobs) == len(CONFIG["matrix"]["methods"]) * CONFIG["agm_emotion"]["n_splits"]
     assert m.run_inputs(CONFIG, "ck", "M3N") == [("ck", "SSVM", None)] and m.job_needs(CONFIG, "ck", "M3N") == ("runs",)
     assert m.numeric_paths(CONFIG, "ck", "M3N") == ("chain_game.SSVM",)
     assert m.settings(CONFIG, "ck", "M3N")["metrics"] == CONFIG["agm_emotion"]["losses"]

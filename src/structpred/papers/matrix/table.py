@@ -157,7 +157,17 @@ class Matrix(Experiment):
             raise ConfigError(f"matrix: unknown methods {unknown}; known: {', '.join(METHODS)}")
         impossible = self.impossible(config)
         return [(d, m, k) for task, spec in s["tasks"].items() for d in spec["datasets"] for m in s["methods"]
-                if (task, m) not in impossible for k in range(spec.get("n_splits", s["n_splits"]))]
+                if (task, m) not in impossible for k in self.splits(config, d)]
+
+    def splits(self, config, dataset) -> list[int]:
+        """The splits of a dataset's cells: a delegated source's own (AGM Table 1's 20, Table 2's
+        one), else the matrix's first ``n_splits`` of the source's; a task's ``n_splits`` overrides."""
+        spec, n = self._task(config, dataset)[1], self.block(config)["n_splits"]
+        if "n_splits" in spec:
+            return list(range(spec["n_splits"]))
+        if self.delegates(config, dataset):
+            return sorted({k for d, _, k in self._source(config, dataset).jobs(config) if d == dataset})
+        return list(range(n))
 
     def job_needs(self, config, dataset, method):
         if self.borrowed(config, dataset, method):

@@ -56,7 +56,9 @@ def test_emotion_cells_follow_agm_table_1s_protocol():
         s = m.settings(CONFIG, "ck", method)
         assert s["protocol"] == "agm_emotion" and s["lambdas"] == spec["lambdas"] and s["n_passes"] == 100
         assert m.grids(CONFIG, "ck", method) == {"lam": [float(x) for x in spec["lambdas"] if x > 0]}
+        assert m.grids(CONFIG, "ck:weighted_absolute", method) == m.grids(CONFIG, "ck", method)   # a table row's
         assert m.numeric_paths(CONFIG, "ck", method) == (f"chain_game.{method}",)
+    assert m.grids(CONFIG, "ck:absolute", "AGM") == {}    # a borrowed cell's grid: in its rows
     assert m.view(CONFIG, "ck") == "emotion" and m.threads(CONFIG, "ck") == 1
     rows = pd.DataFrame({"experiment": "agm_emotion", "task": "emotion", "dataset": "ck", "method": "SSVM",
                          "split": 3, "lam": [0.1, 0.1, 0.01, np.nan], "selected": [True, True, True, False],

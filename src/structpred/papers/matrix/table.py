@@ -106,8 +106,10 @@ class Matrix(Experiment):
     resumable = True
 
     def _task(self, config, dataset) -> tuple[str, dict]:
+        """The task of a dataset, or of a table row's ``<dataset>:<metric>`` (:func:`per_metric_rows`)."""
+        name = dataset.split(":")[0]
         for task, spec in self.block(config)["tasks"].items():
-            if dataset in spec["datasets"]:
+            if name in spec["datasets"]:
                 return task, spec
         raise ConfigError(f"matrix: {dataset} is in no task")
 
@@ -191,6 +193,7 @@ class Matrix(Experiment):
         return 1 if self.delegates(config, dataset) else self.block(config).get("threads", 1)
 
     def grids(self, config, dataset, method):
+        dataset = dataset.split(":")[0]       # a table row's <dataset>:<metric>
         if self.delegates(config, dataset) and not self.borrowed(config, dataset, method):
             return self._source(config, dataset).settings_grids(self.settings(config, dataset, method), method)
         return {}

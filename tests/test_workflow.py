@@ -165,16 +165,31 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert set(ocr["method"]) == {"M3N", "CRF", "M4N"} and (ocr["task"] == "seq").all()
     assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
 
-    # beyond the papers: every method on Table 1's sets, its M3N, CRF and M4N cells Table 1's own
+    # beyond the papers: every method on every task, the cells a paper table runs read from its runs
     matrix = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "matrix.csv").query("metric == 'test_loss'")
     methods = {"M3N", "CRF", "M4N", "AGM", "QS", "SGD", "Casimir-SVRG"}
-    assert set(matrix[matrix["task"] != "rnk"]["method"]) == methods
-    assert set(matrix[matrix["task"] == "rnk"]["method"]) == methods - {"CRF"}
-    assert (matrix["n_splits"] == 2).all() and matrix["mean"].between(0, 9).all()
-    borrowed = matrix[matrix["method"].isin(["M3N", "CRF", "M4N"])].set_index(["dataset", "method"])["mean"]
+    by_task = matrix.groupby("task")["method"].agg(set)
+    assert set(by_task.index) == {"mc", "ord", "rnk", "seq", "emo", "srl"} and matrix["mean"].between(0, 9).all()
+    assert by_task["rnk"] == methods - {"CRF"} and by_task["srl"] == methods - {"QS"}       # CRF: #P-hard; QS: no tree kernel
+    assert all(by_task[t] == methods for t in ("mc", "ord", "seq", "emo"))
+    table1 = matrix[matrix["task"].isin(["mc", "ord", "rnk", "seq"])]
+    assert (table1["n_splits"] == 2).all()
+    borrowed = table1[table1["method"].isin(["M3N", "CRF", "M4N"])].set_index(["dataset", "method"])["mean"]
     np.testing.assert_allclose(borrowed, losses.set_index(["dataset", "method"])["mean"].reindex(borrowed.index),
                                rtol=0, atol=1e-12)
-    assert "#P-hard" in (workdir / "reports" / "smoke" / "beyond.html").read_text()
+    # AGM Table 1's column: a row per loss over its 2 splits, its SSVM the matrix's M3N
+    emo = matrix[matrix["task"] == "emo"].set_index(["dataset", "method"])
+    assert set(emo.index.get_level_values(0)) == {"ck:absolute", "ck:weighted_squared"} and (emo["n_splits"] == 2).all()
+    agm = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion.csv").set_index(["metric", "method"])["mean"]
+    assert emo.loc[("ck:absolute", "M3N"), "mean"] == agm[("absolute", "SSVM")]
+    assert emo.loc[("ck:weighted_squared", "AGM"), "mean"] == agm[("weighted_squared", "AGM")]
+    # AGM Table 2's column: the mean over the test propositions (30 here), as agm_srl's tree_loss
+    srl = matrix[matrix["task"] == "srl"].set_index("method")
+    assert (srl["dataset"] == "conll2005:tree_loss").all() and (srl["n_splits"] == 30).all()
+    tree = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl.csv").query("metric == 'tree_loss'")
+    assert srl.loc["CRF", "mean"] == tree.set_index("method").loc["CRF", "mean"]
+    beyond = (workdir / "reports" / "smoke" / "beyond.html").read_text()
+    assert "#P-hard" in beyond and "no tree kernel yet" in beyond
 
     emotion = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_emotion.csv")
     assert set(emotion["method"]) == {"AGM", "CRF", "SSVM", "M4N"}

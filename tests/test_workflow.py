@@ -67,11 +67,13 @@ def test_paper_config_drysnakemake(workdir):
     n_causes = 7 * 3 * 14 + 2 * (3 * 3 + 1) * 14 + 150 + 60 + 7
     # beyond the papers: 7 methods on Table 1's 17 mc, ord and ranking sets and OCR (no CRF on the 5 ranking
     # ones), 5 splits
-    n_matrix = (18 * 7 - 5) * 5
+    # M4N Table 1's 18 sets at 5 splits (no CRF on rankings), AGM Table 1's 20 splits, Table 2's one job (no QS)
+    n_matrix = (18 * 7 - 5) * 5 + 7 * 20 + 6
     assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
                                  + n_converged + n_voc + n_code + n_tuned + n_orders + n_causes + n_matrix)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
-    assert counts["select_model"] == 4 + 2 + 3  # the emotion tables' lambda selection, once per method
+    # the emotion tables' lambda selection, once per method (the matrix's: its 4 methods agm_emotion lacks)
+    assert counts["select_model"] == 4 + 2 + 3 + 4
     # history figures: Casimir's Fig. 2, 5a-d (script settings and tuned), one Fig. 3 panel per VOC class
     # and one per (figure, class) of the non-convex figures, QS's USPS digit grids (Table 2, sensitivity)
     assert counts["curve_table"] == 6 and counts["curve_figure"] == 6 + 5 + 1 + 20 + 5 * 20

@@ -98,7 +98,7 @@ def test_archived_jobs_rerun_identical_and_a_tampered_one_is_caught(tmp_path, mi
     from structpred.runs.archive import sample_jobs, verify
 
     root = Path(__file__).resolve().parents[1]
-    jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=5)
+    jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=15)   # CPU s, start-up included
     result = verify(root / "runs", jobs, root)
     assert list(result["status"]) == ["identical", "identical"], result["detail"].tolist()
     copy = tmp_path / "runs"
@@ -297,6 +297,6 @@ def test_a_rerun_past_its_timeout_is_stopped_and_reported_as_such(tmp_path):
     proc, stopped = _run_until(["bash", "-c", "sleep 30 & sleep 30; echo done"], tmp_path, time.monotonic() + 0.5)
     assert stopped and "done" not in proc.stdout and time.monotonic() - start < 10
     root = Path(__file__).resolve().parents[1]
-    jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=5)
+    jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=15)   # CPU s, start-up included
     result = verify(root / "runs", jobs, root, timeout=0.5)
     assert list(result["status"]) == ["timeout", "timeout"] and "not finished within 0.5 s" in result["detail"].iloc[0]

@@ -21,7 +21,7 @@ def test_pending_jobs_are_those_not_fresh_here(tmp_path):
     write_job(tmp_path, "qs_robust", d0, m0, k0, record=rec({"qs.cauchy": fp}, machine=here))        # fresh
     write_job(tmp_path, "qs_robust", d1, m1, k1, record=rec({"qs.cauchy": "0" * 16}, machine=here))  # stale
     write_job(tmp_path, "qs_robust", d2, m2, k2, record=rec({"qs.cauchy": fp}, machine="elsewhere"))  # unknown
-    pending = rerun.pending_jobs(tmp_path, "qs_robust", CONFIG)
+    pending = rerun.pending_jobs("qs_robust", CONFIG, rerun.fresh_jobs(tmp_path, CONFIG))
     assert len(pending) == len(jobs) - 1
     assert f"qs_robust/{d0}/{m0}/split{k0}.csv" not in pending
     assert pending[:2] == [f"qs_robust/{d1}/{m1}/split{k1}.csv", f"qs_robust/{d2}/{m2}/split{k2}.csv"]
@@ -70,11 +70,12 @@ def test_a_rerun_reads_other_experiments_fresh_archived_jobs_rather_than_recompu
         Path(str(path).removesuffix(".csv") + ".history.csv").write_text("pass\n0\n")
     write_job(results, "qs_movielens", "movielens", "QS", 2)
     part = [f"qs_movielens_normalisation/movielens/QS/split{k}.csv" for k in range(3)]
-    assert rerun.archived_inputs(archive, part, "qs_movielens_normalisation", CONFIG, results) == [
+    fresh = rerun.fresh_jobs(archive, CONFIG)
+    assert rerun.archived_inputs(part, "qs_movielens_normalisation", CONFIG, results, fresh) == [
         "qs_movielens/movielens/QS/split0.csv", "qs_movielens/movielens/QS/split0.history.csv"]
     # an experiment's own jobs (a tuning grid) are its rerun's to recompute
-    assert rerun.archived_inputs(archive, ["qs_movielens/movielens/QS/split1.csv"], "qs_movielens", CONFIG,
-                                 results) == []
+    assert rerun.archived_inputs(["qs_movielens/movielens/QS/split1.csv"], "qs_movielens", CONFIG, results,
+                                 fresh) == []
 
 
 def test_an_unknown_dataset_is_one_line_and_exit_2(capsys, monkeypatch):

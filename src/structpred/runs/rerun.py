@@ -26,14 +26,16 @@ from structpred.runs.staleness import job_status, job_table, read_record
 SIDE_FILES = (history_path, lambda p: str(record_path(p)))
 
 
-def pending_jobs(archive, experiment: str, config: dict) -> list[str]:
-    """The configured jobs of ``experiment`` (result paths relative to the archive) whose archived
-    file is missing or whose numerics record is not fresh here, in the experiment's job order."""
-    jobs = [job_path(experiment, d, m, k) for d, m, k in get(experiment).jobs(config)]
+def fresh_jobs(archive, config: dict) -> set[str]:
+    """The archived jobs (result paths relative to the archive) whose numerics record is fresh here."""
     table = job_table(archive, config=config)
-    fresh = {job_path(r.experiment, r.dataset, r.method, r.split)
-             for r in table[(table["experiment"] == experiment) & (table["status"] == "fresh")].itertuples()}
-    return [j for j in jobs if j not in fresh]
+    return {job_path(r.experiment, r.dataset, r.method, r.split) for r in table[table["status"] == "fresh"].itertuples()}
+
+
+def pending_jobs(experiment: str, config: dict, fresh: set[str]) -> list[str]:
+    """The configured jobs of ``experiment`` (result paths relative to the archive) not among the
+    ``fresh`` archived ones (:func:`fresh_jobs`), in the experiment's job order."""
+    return [j for j in (job_path(experiment, d, m, k) for d, m, k in get(experiment).jobs(config)) if j not in fresh]
 
 
 def clear_unfresh(results: Path, paths: list[str], current: dict[str, str], machine: str) -> None:
@@ -62,12 +64,10 @@ def archive_job(results: Path, archive: Path, path: str) -> bool:
     return True
 
 
-def archived_inputs(archive: Path, part: list[str], experiment: str, config: dict, results: Path) -> list[str]:
+def archived_inputs(part: list[str], experiment: str, config: dict, results: Path, fresh: set[str]) -> list[str]:
     """The archived files (rows and history) of other experiments' jobs that the jobs ``part`` read
-    and that are fresh here but missing from ``results``: the rerun reads them as archived rather
-    than recomputing them (their experiment's own rerun keeps them current)."""
-    table = job_table(archive, config=config)
-    fresh = {job_path(r.experiment, r.dataset, r.method, r.split) for r in table[table["status"] == "fresh"].itertuples()}
+    and that are ``fresh`` here (:func:`fresh_jobs`) but missing from ``results``: the rerun reads
+    them as archived rather than recomputing them (their experiment's own rerun keeps them current)."""
     wanted = set()
     for path in part:
         e, d, m, k = path.split("/")
@@ -84,7 +84,8 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
     ``datasets``: only the jobs on these (e.g. one column of the matrix).
     Returns (jobs archived, jobs pending at the start)."""
     project, archive = Path(project).resolve(), Path(archive).resolve()
-    pending = [p for p in pending_jobs(archive, experiment, config) if not datasets or p.split("/")[1] in datasets]
+    fresh = fresh_jobs(archive, config)   # once: a rerun archives only its own experiment's jobs
+    pending = [p for p in pending_jobs(experiment, config, fresh) if not datasets or p.split("/")[1] in datasets]
     deadline = None if hours is None else time.monotonic() + 3600 * hours
     log(f"{experiment}: {len(pending)} jobs to rerun (not fresh here or not archived)")
     exp = get(experiment)
@@ -96,7 +97,7 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
         part = pending[start:start + chunk]
         clear_unfresh(project / "results", part, current, machine)
         prepare, command = verify_commands([f"results/{p}" for p in part], cores)
-        place = archived_inputs(archive, part, experiment, config, project / "results")
+        place = archived_inputs(part, experiment, config, project / "results", fresh)
         stopped = False
         if place:   # build the data and features first, then the archived inputs go in newer than them
             log(f"{experiment}: reusing {len(place)} archived files of other experiments' jobs")

@@ -390,20 +390,20 @@ def find_cc():
     return None
 
 
-def compile_shared(source: str, tmpdir, stem: str):
-    """Compile C ``source`` into ``tmpdir/lib<stem>.so`` (``cc -O3 -shared -fPIC``); returns
-    ``(CDLL, compiler line)`` or ``(None, reason)`` (the benches then skip their C columns)."""
+def compile_shared(source: str, tmpdir, stem: str, flags: tuple = ()):
+    """Compile C ``source`` into ``tmpdir/lib<stem>.so`` (``cc -O3 -shared -fPIC`` and ``flags``);
+    returns ``(CDLL, compiler line)`` or ``(None, reason)`` (the benches then skip their C columns)."""
     cc = find_cc()
     if cc is None:
         return None, "no C compiler found ($CC, cc, gcc, clang): the C columns are skipped"
     src, lib = Path(tmpdir) / f"{stem}.c", Path(tmpdir) / f"lib{stem}.so"
     src.write_text(source)
-    cmd = [cc, "-O3", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
+    cmd = [cc, "-O3", "-shared", "-fPIC", *flags, "-o", str(lib), str(src), "-lm"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         return None, f"C compilation failed ({' '.join(cmd)}), the C columns are skipped:\n{proc.stderr}"
     version = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True).stdout.splitlines()
-    return ctypes.CDLL(str(lib)), f"{version[0] if version else cc}: {' '.join(cmd[:4])}"
+    return ctypes.CDLL(str(lib)), f"{version[0] if version else cc}: {' '.join(cmd[:4 + len(flags)])}"
 
 
 def build_c(tmpdir):

@@ -495,8 +495,10 @@ def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step():
     G2[1, 3:9] += d
     G2[2, 2] = -0.0
     assert np.array_equal(G2, G)
-    _dense.adagrad_update(W, S, G, step)
+    _dense.adagrad_update(W, S, G, step, lam)
     assert np.array_equal(W, W_ref) and np.array_equal(S, S_ref)
+    assert np.array_equal(G, lam * W_ref)    # the next step's regulariser gradient, sign of zero included
+    assert np.array_equal(np.signbit(G), np.signbit(lam * W_ref))
     assert np.array_equal(np.signbit(W), np.signbit(W_ref))
 
 

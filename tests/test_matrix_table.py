@@ -115,3 +115,35 @@ def test_the_table_bolds_the_best_and_marks_impossible_cells():
     assert "× CRF on rnk: needs the permanent" in html and html.count("×") == 2
     rel = relative_losses(table).set_index(["task", "method"])["relative"]
     assert rel[("rnk", "QS")] == pytest.approx(2.0) and rel[("mc", "M3N")] == pytest.approx(2.0)
+
+
+def test_the_report_shows_the_columns_whose_jobs_are_all_archived_and_names_the_rest(tmp_path, capsys):
+    """``report rerender`` builds the matrix from its complete datasets (SRL's six archived cells),
+    says in sentences which method is best and which are not significantly worse, and lists every
+    other configured dataset as pending."""
+    import shutil
+
+    from structpred.cli import main
+
+    root = REPO
+    config = yaml.safe_load((root / "config/config.yaml").read_text())
+    config["report"] = {**config["report"], "dir": str(tmp_path / "reports")}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    shutil.copytree(root / "runs/matrix/conll2005", tmp_path / "runs/matrix/conll2005")
+    (tmp_path / "runs/matrix/ck/M3N").mkdir(parents=True)      # an incomplete column stays out
+    shutil.copy(root / "runs/matrix/ck/M3N/split0.csv", tmp_path / "runs/matrix/ck/M3N/split0.csv")
+    assert main(["report", "rerender", "matrix", "--archive", str(tmp_path / "runs"), "--config",
+                 str(tmp_path / "config.yaml"), "--no-index"]) == 0
+    out = capsys.readouterr().out
+    assert "its table has the 1 of 20 datasets whose jobs all are" in out
+    table = pd.read_csv(tmp_path / "reports/tables/matrix.csv")
+    tests = pd.read_csv(tmp_path / "reports/tables/matrix_tests.csv")
+    assert set(table["dataset"]) == {"conll2005:tree_loss"} and len(table) == 6
+    html = get("matrix").render(table, tests, config)
+    best = table.loc[table["mean"].idxmin()]
+    bold = set(tests.loc[tests["bold"] & (tests["method_a"] != best["method"]), "method_a"])
+    sentence = next(line for line in html.splitlines() if "lowest mean test loss" in line)
+    assert f"{best['method']} has the lowest mean test loss, {best['mean']:.4f} over 5267 test examples" in sentence
+    assert all(m in sentence.split("not significantly worse")[0] for m in bold)
+    assert all(m in sentence.split("significantly worse:")[1] for m in set(table["method"]) - bold - {best["method"]})
+    assert "Not in the matrix yet" in html and "emo: ck" in html and "seq: ocr" in html

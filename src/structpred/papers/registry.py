@@ -56,6 +56,10 @@ class Experiment:
     #: whether :meth:`run` takes ``checkpoint``, a folder where it keeps each finished fit of a
     #: job so that a stopped job resumes (:mod:`structpred.tables.fit_cache`)
     resumable = False
+    #: whether ``report rerender`` builds the table from the datasets whose jobs are all archived
+    #: while others' are still missing (the matrix, a column at a time; :meth:`render` says which
+    #: are pending); otherwise the table waits for every job
+    partial_by_dataset = False
     #: whether one model selection serves every split (AGM: lambda chosen on the first split's
     #: training set), so the grid-edge check counts it once
     single_selection = False

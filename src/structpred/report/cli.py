@@ -122,7 +122,8 @@ def _index(args) -> int:
 def _rerender(args) -> int:
     """Each experiment whose every configured job is archived: its table, tests, grid edges, figure
     and curves from the archived files, read in the workflow's job order; then the ledger and the
-    index.  An experiment with jobs missing from the archive is left as it is, and said so."""
+    index.  An experiment with jobs missing from the archive is left as it is, and said so (one that
+    is ``partial_by_dataset``, the matrix: its table has the datasets whose jobs are all archived)."""
     config = _load_config(args.config)
     names = args.experiments or list(config["experiments"])
     unknown = [n for n in names if n not in config["experiments"]]
@@ -133,6 +134,13 @@ def _rerender(args) -> int:
         exp = get(name)
         paths = [args.archive / name / d / m / f"split{k}.csv" for d, m, k in exp.jobs(config)]
         missing = [p for p in paths if not p.is_file()]
+        pending = {p.parent.parent.name for p in missing}
+        complete = [p for p in paths if p.parent.parent.name not in pending]
+        if missing and exp.partial_by_dataset and complete:   # the datasets whose jobs are all archived
+            print(f"{name}: {len(missing)} of its {len(paths)} jobs are not in {args.archive}/; its table has the "
+                  f"{len({p.parent.parent.name for p in complete})} of {len({p.parent.parent.name for p in paths})}"
+                  f" datasets whose jobs all are")
+            paths, missing = complete, []
         if missing:
             print(f"{name}: left as it is, {len(missing)} of its {len(paths)} jobs are not in {args.archive}/")
             continue

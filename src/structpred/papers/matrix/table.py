@@ -42,7 +42,7 @@ from structpred.tables.fit_cache import FitCache
 from structpred.tables.job import JobSettings
 from structpred.tables.results import read_results
 from structpred.tables.seeding import int_seed
-from structpred.tables.significance import best_tests
+from structpred.tables.significance import ALPHA, best_tests
 from structpred.tables.splits import load_split, split_part
 
 
@@ -104,6 +104,7 @@ class Matrix(Experiment):
     needs = ("features", "runs")
     percent_tasks = frozenset({"mc", "seq", "rnk"})
     resumable = True
+    partial_by_dataset = True   # a column is shown once its jobs are all archived
 
     def _task(self, config, dataset) -> tuple[str, dict]:
         """The task of a dataset, or of a table row's ``<dataset>:<metric>`` (:func:`per_metric_rows`)."""
@@ -259,9 +260,23 @@ class Matrix(Experiment):
     def tests(self, selected, config):
         return best_tests(selected[selected["metric"] == "test_loss"])
 
+    def pending(self, config, table) -> dict[str, list[str]]:
+        """``task -> datasets`` configured but not in ``table`` (their jobs are not all archived)."""
+        shown = {d.split(":")[0] for d in table["dataset"]}
+        return {task: [d for d in spec["datasets"] if d not in shown]
+                for task, spec in self.block(config)["tasks"].items() if set(spec["datasets"]) - shown}
+
     def render(self, table, tests, config):
-        return render_matrix(table, tests, self.block(config)["methods"], self.impossible(config),
-                             self.percent_tasks)
+        out = [render_matrix(table, tests, self.block(config)["methods"], self.impossible(config),
+                             self.percent_tasks)]
+        unit = lambda d: "splits" if len(self.splits(config, d.split(":")[0])) > 1 else "test examples"  # noqa: E731
+        out += [f"<p>{line}</p>" for line in summary_sentences(table, tests, self.percent_tasks, unit)]
+        pending = self.pending(config, table)
+        if pending:
+            out.append("<p>Not in the matrix yet (their jobs are not all in the run archive; <code>structpred "
+                       "runs status</code>): " + "; ".join(f"{task}: {', '.join(ds)}" for task, ds in pending.items())
+                       + ".</p>")
+        return "\n".join(out)
 
     def figure(self, table, path, config):
         matrix_figure(table, path, self.block(config)["methods"])
@@ -289,6 +304,31 @@ def render_matrix(table: pd.DataFrame, tests: pd.DataFrame, methods, impossible:
     out.append("</table>")
     out += [f"<p>× {m} on {t}: {reason}</p>" for (t, m), reason in impossible.items()]
     return "\n".join(out)
+
+
+def summary_sentences(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks, unit) -> list[str]:
+    """A sentence per (task, dataset), read from the table and its tests: the method of lowest
+    mean test loss, those not significantly worse (bold) and those that are; ``unit(dataset)``
+    names what the Wilcoxon tests pair (splits, or test examples where a task has one split)."""
+    data = table[table["metric"] == "test_loss"]
+    bold = bold_of(tests)
+    out = []
+    for (task, dataset), part in data.groupby(["task", "dataset"], sort=False):
+        part = part.sort_values("mean", kind="stable")
+        fmt = (lambda v: f"{100 * v:.2f} %") if task in percent_tasks else (lambda v: f"{v:.4f}")
+        best = part.iloc[0]
+        level = [m for m in part["method"][1:] if bold.get((task, dataset, "test_loss", m), False)]
+        worse = [f"{r.method} ({fmt(r.mean)})" for r in part.iloc[1:].itertuples() if r.method not in level]
+        out.append(f"<b>{task}, {dataset}</b>: {best.method} has the lowest mean test loss, {fmt(best['mean'])} over "
+                   f"{int(best['n_splits'])} {unit(dataset)}; "
+                   + (f"{_and(level)} {'is' if len(level) == 1 else 'are'} not significantly worse "
+                      f"(paired Wilcoxon, p &ge; {ALPHA})" if level else "every other method is significantly worse")
+                   + (f"; significantly worse: {_and(worse)}" if level and worse else "") + ".")
+    return out
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def relative_losses(table: pd.DataFrame) -> pd.DataFrame:

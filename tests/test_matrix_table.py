@@ -139,6 +139,7 @@ def test_the_report_shows_the_columns_whose_jobs_are_all_archived_and_names_the_
     table = pd.read_csv(tmp_path / "reports/tables/matrix.csv")
     tests = pd.read_csv(tmp_path / "reports/tables/matrix_tests.csv")
     assert set(table["dataset"]) == {"conll2005:tree_loss"} and len(table) == 6
+    assert (tmp_path / "reports/figures/matrix.png").stat().st_size > 10_000   # drawn with the tests' marks
     html = get("matrix").render(table, tests, config)
     best = table.loc[table["mean"].idxmin()]
     bold = set(tests.loc[tests["bold"] & (tests["method_a"] != best["method"]), "method_a"])

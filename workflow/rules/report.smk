@@ -42,6 +42,7 @@ rule aggregate:
 rule figures:
     input:
         rules.aggregate.output.table,
+        rules.aggregate.output.tests,   # read by the experiments whose figure marks significance
     output:
         report(f"{REPORT_DIR}/figures/{{experiment}}.png",
                caption="../report/figure.rst", category="Figures"),

@@ -56,6 +56,9 @@ class Experiment:
     #: whether :meth:`run` takes ``checkpoint``, a folder where it keeps each finished fit of a
     #: job so that a stopped job resumes (:mod:`structpred.tables.fit_cache`)
     resumable = False
+    #: whether :meth:`figure` is also given the paired-test table (``tests=``, the table's
+    #: ``<name>_tests.csv``), e.g. to mark the methods not significantly worse than the best
+    figure_reads_tests = False
     #: whether ``report rerender`` builds the table from the datasets whose jobs are all archived
     #: while others' are still missing (the matrix, a column at a time; :meth:`render` says which
     #: are pending); otherwise the table waits for every job

@@ -5,6 +5,7 @@ per-epoch history and each curve figure from that table."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 
@@ -15,8 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def experiment_figure(experiment: str, table_path, path, config: dict | None = None) -> None:
-    """The figure of ``experiment`` from its tidy table (the methods' settings from ``config``)."""
-    get(experiment).figure(pd.read_csv(table_path), path, config or {})
+    """The figure of ``experiment`` from its tidy table (the methods' settings from ``config``; the
+    paired tests beside the table, ``<name>_tests.csv``, where the experiment's figure reads them)."""
+    exp, table_path = get(experiment), Path(table_path)
+    extra = {"tests": pd.read_csv(table_path.with_name(f"{table_path.stem}_tests.csv"))} if exp.figure_reads_tests else {}
+    exp.figure(pd.read_csv(table_path), path, config or {}, **extra)
     log.info("wrote %s", path)
 
 

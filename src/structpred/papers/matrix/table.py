@@ -37,7 +37,7 @@ from structpred.papers.m4n.tables import fit_lambda_grid, records_to_rows
 from structpred.papers.matrix.methods import METHODS, estimator, why_impossible
 from structpred.papers.registry import Experiment, get, register
 from structpred.tables.cells import bold_of, cell
-from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, method_colour, save_figure
+from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, save_figure
 from structpred.tables.fit_cache import FitCache
 from structpred.tables.job import JobSettings
 from structpred.tables.results import read_results
@@ -105,6 +105,7 @@ class Matrix(Experiment):
     percent_tasks = frozenset({"mc", "seq", "rnk"})
     resumable = True
     partial_by_dataset = True   # a column is shown once its jobs are all archived
+    figure_reads_tests = True   # the figure marks the methods not significantly worse than the best
 
     def _task(self, config, dataset) -> tuple[str, dict]:
         """The task of a dataset, or of a table row's ``<dataset>:<metric>`` (:func:`per_metric_rows`)."""
@@ -267,24 +268,23 @@ class Matrix(Experiment):
                 for task, spec in self.block(config)["tasks"].items() if set(spec["datasets"]) - shown}
 
     def render(self, table, tests, config):
-        out = [render_matrix(table, tests, self.block(config)["methods"], self.impossible(config),
-                             self.percent_tasks)]
         unit = lambda d: "splits" if len(self.splits(config, d.split(":")[0])) > 1 else "test examples"  # noqa: E731
-        out += [f"<p>{line}</p>" for line in summary_sentences(table, tests, self.percent_tasks, unit)]
+        notes = summary_sentences(table, tests, self.percent_tasks, unit)
         pending = self.pending(config, table)
         if pending:
-            out.append("<p>Not in the matrix yet (their jobs are not all in the run archive; <code>structpred "
-                       "runs status</code>): " + "; ".join(f"{task}: {', '.join(ds)}" for task, ds in pending.items())
-                       + ".</p>")
-        return "\n".join(out)
+            notes.append("Not in the matrix yet (their jobs are not all in the run archive; <code>structpred runs "
+                         "status</code>): " + "; ".join(f"{task}: {', '.join(ds)}" for task, ds in pending.items()) + ".")
+        return render_matrix(table, tests, self.block(config)["methods"], self.impossible(config),
+                             self.percent_tasks, notes)
 
-    def figure(self, table, path, config):
-        matrix_figure(table, path, self.block(config)["methods"])
+    def figure(self, table, path, config, tests=None):
+        matrix_figure(table, tests, path, self.block(config)["methods"])
 
 
-def render_matrix(table: pd.DataFrame, tests: pd.DataFrame, methods, impossible: dict, percent_tasks) -> str:
+def render_matrix(table: pd.DataFrame, tests: pd.DataFrame, methods, impossible: dict, percent_tasks,
+                  notes=()) -> str:
     """A row per (task, dataset), a column per method; bold = best or not significantly worse;
-    a cell that cannot exist is ``×`` with its reason below the table."""
+    below the table the paragraphs ``notes``, then each cell that cannot exist (``×``) with its reason."""
     data = table[table["metric"] == "test_loss"]
     bold = bold_of(tests)
     head = "".join(f"<th>{m}</th>" for m in methods)
@@ -302,6 +302,7 @@ def render_matrix(table: pd.DataFrame, tests: pd.DataFrame, methods, impossible:
                 cells.append("<td>–</td>")
         out.append(f"<tr><td class=l>{task}</td><td class=l>{dataset}</td>{''.join(cells)}</tr>")
     out.append("</table>")
+    out += [f"<p>{note}</p>" for note in notes]
     out += [f"<p>× {m} on {t}: {reason}</p>" for (t, m), reason in impossible.items()]
     return "\n".join(out)
 
@@ -340,18 +341,36 @@ def relative_losses(table: pd.DataFrame) -> pd.DataFrame:
     return data.groupby(["task", "method"], sort=False)["relative"].mean().reset_index()
 
 
-def matrix_figure(table: pd.DataFrame, path, methods) -> None:
-    """Each task a group of bars: each method's test loss relative to the best on its datasets."""
+def matrix_figure(table: pd.DataFrame, tests: pd.DataFrame, path, methods) -> None:
+    """Each task a group of bars, a colour per method (tab10 in the matrix's order): how much
+    higher the method's test loss is than the best method's, in percent, averaged over the
+    task's datasets; a dot over a bar: the best or not significantly worse on every dataset of
+    the task (the table's bold); a log scale once some method is more than 3 times the best."""
     rel = relative_losses(table)
+    bold = bold_of(tests)
+    data = table[table["metric"] == "test_loss"]
+    level = {(t, m): all(bold.get((t, d, "test_loss", m), False) for d in part["dataset"])
+             for (t, m), part in data.groupby(["task", "method"], sort=False)}
     tasks = list(dict.fromkeys(rel["task"]))
+    log_scale = bool((rel["relative"] > 3).any())
     fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 3.2), layout="constrained")
     width = 0.8 / max(len(methods), 1)
     for i, m in enumerate(methods):
         part = rel[rel["method"] == m].set_index("task").reindex(tasks)
-        ax.bar(np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width, part["relative"], width,
-               label=m, color=method_colour(m, i))
-    ax.axhline(1.0, color="0.3", lw=0.8)
+        x = np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width
+        excess = 100 * (part["relative"].to_numpy() - 1)
+        ax.bar(x, excess, width, bottom=100 if log_scale else 0, label=m, color=f"C{i}")
+        marks = [j for j, t in enumerate(tasks) if level.get((t, m), False)]
+        top = excess[marks] + 100 if log_scale else excess[marks]
+        ax.plot(x[marks], top, "o", color="0.15", ms=3.5, zorder=3)
+    if log_scale:
+        ax.set_yscale("log")
+        ax.set_ylabel("test loss / best method's (%)")
+        ax.axhline(100, color="0.3", lw=0.8)
+    else:
+        ax.set_ylabel("test loss above the best method's (%)")
     ax.set_xticks(np.arange(len(tasks)), tasks)
-    ax.set_ylabel("test loss / best method's")
-    legend_outside(fig, [ax], ncol=min(len(methods), 4))
+    ax.set_title("• best, or not significantly worse on every dataset of the task (paired Wilcoxon)",
+                 fontsize="small", loc="left")
+    legend_outside(fig, [ax], ncol=(len(methods) + 1) // 2)   # two balanced rows
     save_figure(fig, path)

@@ -149,7 +149,7 @@ class TreeHashedJoint:
                      self.R, W, v)
 
     def score(self, i, W):
-        T, R = self.X.lengths[i], self.R
+        T, R = int(self.X.offsets[i + 1] - self.X.offsets[i]), self.R   # not X.lengths: a diff over all trees a call
         out = np.zeros(T * R + (T - 1) * R * R)
         self._run(SCORE, i, W, out)
         return TreeArray(out, self.X.trees[i])

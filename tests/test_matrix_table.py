@@ -58,7 +58,9 @@ def test_emotion_cells_follow_agm_table_1s_protocol():
         assert m.grids(CONFIG, "ck", method) == {"lam": [float(x) for x in spec["lambdas"] if x > 0]}
         assert m.grids(CONFIG, "ck:weighted_absolute", method) == m.grids(CONFIG, "ck", method)   # a table row's
         assert m.numeric_paths(CONFIG, "ck", method) == (f"chain_game.{method}",)
-    assert m.grids(CONFIG, "ck:absolute", "AGM") == {}    # a borrowed cell's grid: in its rows
+    # a borrowed cell's grid: its source job's (its rows keep the chosen lambda only)
+    assert m.grids(CONFIG, "ck:absolute", "AGM") == get("agm_emotion").grids(CONFIG, "ck", "AGM")
+    assert m.grids(CONFIG, "ck:absolute", "AGM")["lam"] != m.grids(CONFIG, "ck:absolute", "SGD")["lam"]
     assert m.view(CONFIG, "ck") == "emotion" and m.threads(CONFIG, "ck") == 1
     rows = pd.DataFrame({"experiment": "agm_emotion", "task": "emotion", "dataset": "ck", "method": "SSVM",
                          "split": 3, "lam": [0.1, 0.1, 0.01, np.nan], "selected": [True, True, True, False],
@@ -140,6 +142,10 @@ def test_the_report_shows_the_columns_whose_jobs_are_all_archived_and_names_the_
     tests = pd.read_csv(tmp_path / "reports/tables/matrix_tests.csv")
     assert set(table["dataset"]) == {"conll2005:tree_loss"} and len(table) == 6
     assert (tmp_path / "reports/figures/matrix.png").stat().st_size > 10_000   # drawn with the tests' marks
+    # one lambda per method for all 5267 test trees, on the grid of the job that chose it
+    selection = pd.read_csv(tmp_path / "reports/tables/matrix_selection.csv").set_index("method")
+    assert (selection["n_runs"] == 1).all() and selection.loc["CRF", "grid_size"] == 3
+    assert selection.loc["SGD", "grid_max"] == 1 and selection.loc["SGD", "grid_size"] == 5
     html = get("matrix").render(table, tests, config)
     best = table.loc[table["mean"].idxmin()]
     bold = set(tests.loc[tests["bold"] & (tests["method_a"] != best["method"]), "method_a"])

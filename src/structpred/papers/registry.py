@@ -101,6 +101,11 @@ class Experiment:
         :mod:`structpred.report.selection`)."""
         return {}
 
+    def selects_once(self, config: dict, dataset: str) -> bool:
+        """Whether one model selection serves every split of ``dataset`` (default:
+        :attr:`single_selection`; the matrix says it per task)."""
+        return self.single_selection
+
     @staticmethod
     def settings_grids(settings: dict, method: str) -> dict[str, list]:
         """The grids a job with ``settings`` searches, where its rows do not list them (the matrix

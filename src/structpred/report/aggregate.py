@@ -107,7 +107,7 @@ def selections(experiment: str, results: pd.DataFrame, config: dict) -> pd.DataF
     grids from ``config``."""
     spec = get(experiment)
     return selection_table(results, spec.key, lambda dataset, method: spec.grids(config, dataset, method),
-                           spec.single_selection)
+                           lambda dataset: spec.selects_once(config, dataset))
 
 
 def aggregate_files(result_paths, references_path, table_path, tests_path, selection_path=None,

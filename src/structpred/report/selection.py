@@ -56,9 +56,11 @@ def _lam_scopes(chosen: pd.DataFrame) -> list[tuple[str, list]]:
     return [(" ".join(metrics), list(values)) for values, metrics in groups.items()]
 
 
-def selection_table(results: pd.DataFrame, key, grids_of, single: bool = False) -> pd.DataFrame:
+def selection_table(results: pd.DataFrame, key, grids_of, single=False) -> pd.DataFrame:
     """Grid-edge counts per group of the table (``key`` without ``metric``), from every result row
-    of the jobs; ``grids_of(dataset, method)`` is the experiment's ``{parameter: grid}``."""
+    of the jobs; ``grids_of(dataset, method)`` is the experiment's ``{parameter: grid}``;
+    ``single``: whether one selection serves every split, or ``single(dataset)`` saying it per dataset."""
+    single_of = single if callable(single) else (lambda dataset: single)
     group = [k for k in key if k != "metric"]
     records = []
     if results.empty:
@@ -69,6 +71,7 @@ def selection_table(results: pd.DataFrame, key, grids_of, single: bool = False) 
         values = values if isinstance(values, tuple) else (values,)
         ident = dict(zip(group, values))
         grids = dict(grids_of(str(rows["dataset"].iloc[0]), str(rows["method"].iloc[0])))
+        single = single_of(str(rows["dataset"].iloc[0]))
         mine = chosen_rows.loc[chosen_rows.index.intersection(rows.index)]
         lam_grid = grids.pop("lam", None)
         if lam_grid is None:

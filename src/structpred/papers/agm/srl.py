@@ -120,6 +120,12 @@ class SemanticRoleLabelling(Experiment):
             settings["lambdas"] = [*settings["lambdas"], *extra]
         return settings
 
+    @staticmethod
+    def settings_grids(settings: dict, method: str) -> dict[str, list]:
+        """The lambda grid a job with ``settings`` searches (its rows keep only the chosen one's test
+        losses, so the matrix, which reads those, asks here)."""
+        return {"lam": list(settings["lambdas"])}
+
     resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
     # solver state after every pass: a stopped job resumes
 

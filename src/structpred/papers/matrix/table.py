@@ -194,11 +194,21 @@ class Matrix(Experiment):
     def threads(self, config, dataset):
         return 1 if self.delegates(config, dataset) else self.block(config).get("threads", 1)
 
+    def selects_once(self, config, dataset):
+        """A delegated task's source selects lambda once for all its splits (AGM's protocols)."""
+        return self.delegates(config, dataset.split(":")[0])
+
     def grids(self, config, dataset, method):
+        """A delegated task's rows keep only the chosen lambda: its grid is the source's (of the
+        source's job for a borrowed cell); M4N Table 1's tasks write a row per lambda."""
         dataset = dataset.split(":")[0]       # a table row's <dataset>:<metric>
-        if self.delegates(config, dataset) and not self.borrowed(config, dataset, method):
-            return self._source(config, dataset).settings_grids(self.settings(config, dataset, method), method)
-        return {}
+        if not self.delegates(config, dataset):
+            return {}
+        source = self._source(config, dataset)
+        if self.borrowed(config, dataset, method):
+            name = self.source_method(config, dataset, method)
+            return source.settings_grids(source.settings(config, dataset, name), name)
+        return source.settings_grids(self.settings(config, dataset, method), method)
 
     def settings(self, config, dataset, method):
         task, spec = self._task(config, dataset)

@@ -67,10 +67,12 @@ def test_paper_config_drysnakemake(workdir):
     n_causes = 7 * 3 * 14 + 2 * (3 * 3 + 1) * 14 + 150 + 60 + 7
     # beyond the papers: 7 methods on Table 1's 17 mc, ord and ranking sets and OCR (no CRF on the 5 ranking
     # ones), 5 splits
-    # M4N Table 1's 18 sets at 5 splits (no CRF on rankings), AGM Table 1's 20 splits, Table 2's one job (no QS)
-    n_matrix = (18 * 7 - 5) * 5 + 7 * 20 + 6
-    assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity
-                                 + n_converged + n_voc + n_code + n_tuned + n_orders + n_causes + n_matrix)
+    # M4N Table 1's 18 sets at 5 splits (no CRF on rankings), AGM Table 1's 20 splits, Table 2's one job (no QS),
+    # the NER column's one job (no QS), read from casimir_ner_heldout's 6 (a method each)
+    n_matrix = (18 * 7 - 5) * 5 + 7 * 20 + 6 + 6
+    n_heldout = 6   # casimir_ner_heldout: the 6 chain methods on NER at their testa lambda
+    assert counts["run_job"] == (n_table1 + n_table2 + 24 + 4 * 20 + 4 + n_casimir + n_qs + n_sensitivity + n_converged
+                                 + n_voc + n_code + n_tuned + n_orders + n_causes + n_heldout + n_matrix)
     assert counts["box_features"] == 20 and counts["voc_devkit"] == 1
     # the emotion tables' lambda selection, once per method (the matrix's: its 4 methods agm_emotion lacks)
     assert counts["select_model"] == 4 + 2 + 3 + 4
@@ -171,8 +173,9 @@ def test_smoke_workflow_end_to_end(smoke_local):
     matrix = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "matrix.csv").query("metric == 'test_loss'")
     methods = {"M3N", "CRF", "M4N", "AGM", "QS", "SGD", "Casimir-SVRG"}
     by_task = matrix.groupby("task")["method"].agg(set)
-    assert set(by_task.index) == {"mc", "ord", "rnk", "seq", "emo", "srl"} and matrix["mean"].between(0, 9).all()
+    assert set(by_task.index) == {"mc", "ord", "rnk", "seq", "emo", "srl", "ner"} and matrix["mean"].between(0, 9).all()
     assert by_task["rnk"] == methods - {"CRF"} and by_task["srl"] == methods - {"QS"}       # CRF: #P-hard; QS: no tree kernel
+    assert by_task["ner"] == methods - {"QS"}                                              # QS: no kernel on windows
     assert all(by_task[t] == methods for t in ("mc", "ord", "seq", "emo"))
     table1 = matrix[matrix["task"].isin(["mc", "ord", "rnk", "seq"])]
     assert (table1["n_splits"] == 2).all()
@@ -190,6 +193,13 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert (srl["dataset"] == "conll2005:tree_loss").all() and (srl["n_splits"] == 30).all()
     tree = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "agm_srl.csv").query("metric == 'tree_loss'")
     assert srl.loc["CRF", "mean"] == tree.set_index("method").loc["CRF", "mean"]
+    # the NER column: casimir_ner_heldout's rows, the mean over testb's sentences (40 here)
+    ner = matrix[matrix["task"] == "ner"].set_index("method")
+    assert (ner["dataset"] == "conll2003:token_error").all() and (ner["n_splits"] == 40).all()
+    held = pd.read_csv(workdir / "reports" / "smoke" / "tables" / "casimir_ner_heldout.csv")
+    np.testing.assert_array_equal(ner["mean"], held.query("metric == 'token_error'").set_index("method")["mean"]
+                                  .reindex(ner.index))
+    assert held.query("metric == 'entity_f1'")["mean"].between(0, 1).all()
     beyond = (workdir / "reports" / "smoke" / "beyond.html").read_text()
     assert "#P-hard" in beyond and "no tree kernel yet" in beyond
 

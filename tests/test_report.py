@@ -537,3 +537,14 @@ def test_the_render_commit_is_the_last_that_changed_anything_outside_the_report(
     assert source_commit(tmp_path, ignore=[tmp_path / "reports"]) == code
     (tmp_path / "code.py").write_text("x = 2\n")
     assert source_commit(tmp_path, ignore=[tmp_path / "reports"]) == code + "+dirty"
+
+
+def test_methods_in_one_figure_never_share_a_colour():
+    """Each method keeps its colour across figures, unless a method before it in the same figure
+    has it (SGD and M3N share C0 across the papers): then it takes a colour no method there uses."""
+    from structpred.tables.figures import METHOD_COLOURS, method_colours
+
+    assert method_colours(["M3N", "CRF"]) == [METHOD_COLOURS["M3N"], METHOD_COLOURS["CRF"]]
+    colours = method_colours(["M3N", "CRF", "M4N", "AGM", "SGD", "Casimir-SVRG"])
+    assert len(set(colours)) == 6 and colours[:4] == [METHOD_COLOURS[m] for m in ("M3N", "CRF", "M4N", "AGM")]
+    assert colours[4] not in colours[:4] and colours[5] not in colours[:5]

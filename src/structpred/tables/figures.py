@@ -126,9 +126,17 @@ def method_colour(method: str, fallback: int = 0) -> str:
 
 
 def method_colours(methods) -> list[str]:
-    """The colours of ``methods``: each its own (:data:`METHOD_COLOURS`), a name not listed the
-    next colour no listed method of ``methods`` takes."""
+    """The colours of ``methods``: each its own (:data:`METHOD_COLOURS`), a name not listed, or one
+    whose colour a method before it in ``methods`` took (SGD and M3N share C0 across the papers),
+    the next colour no listed method of ``methods`` takes."""
     methods = [str(m) for m in methods]
     taken = {METHOD_COLOURS[m] for m in methods if m in METHOD_COLOURS}
     free = iter([c for c in (f"C{i}" for i in range(10)) if c not in taken] * 3)
-    return [METHOD_COLOURS[m] if m in METHOD_COLOURS else next(free, "C7") for m in methods]
+    used, out = set(), []
+    for m in methods:
+        colour = METHOD_COLOURS.get(m)
+        if colour is None or colour in used:
+            colour = next(free, "C7")
+        used.add(colour)
+        out.append(colour)
+    return out

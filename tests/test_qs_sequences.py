@@ -74,3 +74,42 @@ def test_sequences_refused_where_not_built_and_checked_on_predict():
     Xbad = Sequences(np.zeros((5, D + 1)), np.array([0, 2, 5]))
     with pytest.raises(StructpredError, match="features per position"):
         est.predict(Xbad)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "gaussian"])
+def test_tagged_sentences_use_their_hashed_window_ids(kernel):
+    """On CoNLL's WindowTokens the kernel counts, position by position, the hashed window ids two
+    sentences of one length share (``kappa_lin``; the Gaussian on the same count vectors): the
+    weights are the explicit block-diagonal kernel's, built here from each token's ids."""
+    from collections import Counter
+
+    from structpred.features.hashed import WindowTokens
+    from tests.test_casimir_experiment import _toy_parts
+
+    parts, tags = _toy_parts(n=(16, 6, 6))
+    (X, y), (Xq, _) = parts["train"], parts["testb"]
+    ids, ids_q = X.input_ids(), Xq.input_ids()
+    assert ids.shape == (X.tokens.shape[0], 11) and ids.min() >= -1
+
+    def bags(Z, I):
+        return [[Counter(v for v in I[t] if v >= 0) for t in range(Z.offsets[i], Z.offsets[i + 1])] for i in range(Z.n)]
+
+    def k(a, b):
+        if len(a) != len(b):
+            return 0.0
+        dot = sum(A[v] * B[v] for A, B in zip(a, b) for v in A)
+        if kernel == "linear":
+            return float(dot)
+        sq = sum(sum(c * c for c in A.values()) + sum(c * c for c in B.values()) for A, B in zip(a, b)) - 2 * dot
+        return float(np.exp(-sq / (2 * 1.7 ** 2)))
+
+    tr, q = bags(X, ids), bags(Xq, ids_q)
+    K = np.array([[k(a, b) for b in tr] for a in tr])
+    Kx = np.array([[k(a, b) for b in q] for a in tr])
+    ref = np.linalg.solve(K + X.n * 0.05 * np.eye(X.n), Kx).T
+    est = QS(loss=Chain(len(tags), "hamming", normalize=False), kernel=kernel, sigma=1.7, lam=0.05).fit(X, y)
+    np.testing.assert_allclose(est.weights(Xq), ref, atol=1e-12, rtol=1e-10)
+    assert len(est.predict(Xq)) == Xq.n and est.n_features_in_ == 2**16 - 1
+    with pytest.raises(StructpredError, match="fitted on sequences"):
+        est.predict(Sequences(np.zeros((3, D)), np.array([0, 3])))
+    assert isinstance(Xq, WindowTokens)

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from structpred.errors import StructpredError, check_positive, check_positive_int
 from structpred._fitting import AtomicFit, check_feature_names
-from structpred.estimators._qs_sequences import LengthBlocks, check_sequences
+from structpred.estimators._qs_sequences import SEQUENCE_INPUTS, LengthBlocks, check_sequences, position_width
 from structpred.estimators._tags import classifier_tags
 from structpred.features.kernels import check_kernel, kernel_matrix
 from structpred.features.sequences import Sequences, as_float_matrix
@@ -55,8 +55,9 @@ class QS(AtomicFit, BaseEstimator):
     ``random_state``) for large ``n``.  Predictions are decoded ``batch_size`` queries at a time.
 
     ``X`` may be :class:`~structpred.features.Sequences` (words of varying length, a sequence
-    space's outputs): the kernel is then ``[T(x) = T(x')] kappa(vec x, vec x')``, one ridge system
-    per word length (:mod:`structpred.estimators._qs_sequences`).
+    space's outputs) or :class:`~structpred.features.hashed.WindowTokens` (tagged sentences, on
+    their hashed window ids): the kernel is then ``[T(x) = T(x')] kappa(vec x, vec x')``, one ridge
+    system per length (:mod:`structpred.estimators._qs_sequences`).
 
     When the loss depends on the weights only through a finite statistic
     ``sum_i alpha_i psi(y_i)`` (:class:`structpred.outputs.StatisticDecoding`: every affine loss,
@@ -90,7 +91,7 @@ class QS(AtomicFit, BaseEstimator):
         _refuse_sparse(X)
         if y is None:
             raise StructpredError(f"{who} requires y to be passed, but the target y is None")
-        X = check_sequences(X, self.n_components) if isinstance(X, Sequences) else as_float_matrix(X)
+        X = check_sequences(X, self.n_components) if isinstance(X, SEQUENCE_INPUTS) else as_float_matrix(X)
         space = make_space(self.loss, self.n_labels, y)
         require(space, WeightedDecoding, who)
         return X, space, check_labels_for(space, y, len(X))
@@ -105,8 +106,8 @@ class QS(AtomicFit, BaseEstimator):
         self.sigma_ = check_positive(sigma, "sigma")
         self.lam_ = check_positive(lam, "lam")
         self.X_fit_ = X
-        if isinstance(X, Sequences):
-            self.n_features_in_ = X.n_features
+        if isinstance(X, SEQUENCE_INPUTS):
+            self.n_features_in_ = position_width(X)
             self.weights_ = LengthBlocks(self.kernel, X, self.y_fit_, self.sigma_, self.lam_, self.space_)
             self.centers_ = self.dual_coef_ = None
             return
@@ -145,11 +146,13 @@ class QS(AtomicFit, BaseEstimator):
             return self.weights_.weights(self._check_sequences(X), len(self.X_fit_))
         return self.weights_(self._kernel_columns(X))
 
-    def _check_sequences(self, X) -> Sequences:
-        if not isinstance(X, Sequences):
-            raise StructpredError(f"QS was fitted on sequences (structpred.features.Sequences); got {type(X).__name__}")
-        if X.n_features != self.n_features_in_:
-            raise StructpredError(f"X has {X.n_features} features per position, but QS is expecting "
+    def _check_sequences(self, X):
+        fitted = type(self.X_fit_)
+        if not isinstance(X, fitted):
+            raise StructpredError(f"QS was fitted on sequences ({fitted.__module__}.{fitted.__name__}); "
+                                  f"got {type(X).__name__}")
+        if position_width(X) != self.n_features_in_:
+            raise StructpredError(f"X has {position_width(X)} features per position, but QS is expecting "
                                   f"{self.n_features_in_}")
         return X
 
@@ -210,7 +213,7 @@ class QSCV(QS):
 
     def _fit(self, X, y):
         X, space, y = self._check_data(X, y)
-        if isinstance(X, Sequences):
+        if isinstance(X, SEQUENCE_INPUTS):
             raise StructpredError("QSCV takes inputs of one size; for sequences fit QS over a grid of (sigma, lam) "
                                   "and choose on a validation set")
         sigmas = [check_positive(s, "sigma") for s in np.atleast_1d(self.sigmas)]

@@ -171,6 +171,24 @@ class WindowVocabulary:
         return out
 
 
+#: the templates of :func:`_label_slots` that read the sentence (all but slot 11, the START bigram)
+N_INPUT_SLOTS = 11
+
+
+@njit(cache=True)
+def window_input_ids(tok, offsets, dim):
+    """Per token, the hashed ids of its window's templates with the tag part 0 (:func:`_label_slots`'
+    slots 0-10, -1 where absent): the sentence's own features, e.g. QS's inputs."""
+    out = np.full((tok.shape[0], N_INPUT_SLOTS), -1, np.int64)
+    idx = np.empty(12, np.int64)
+    for i in range(offsets.shape[0] - 1):
+        a, T = offsets[i], offsets[i + 1] - offsets[i]
+        for t in range(T):
+            _label_slots(tok, a, T, t, False, dim, idx)
+            out[a + t] = idx[:N_INPUT_SLOTS]
+    return out
+
+
 class WindowTokens:
     """Encoded sentences: ``tokens (N, 3)`` int64 and ``offsets (n + 1,)`` delimiting them."""
 
@@ -193,6 +211,10 @@ class WindowTokens:
 
     def __len__(self) -> int:
         return self.n
+
+    def input_ids(self, dim: int = HASH_DIM) -> np.ndarray:
+        """``(N, 11)`` hashed window ids of every token (:func:`window_input_ids`)."""
+        return window_input_ids(self.tokens, self.offsets, dim)
 
 
 class HashedWindowJoint:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from structpred.errors import StructpredError, check_positive
 
@@ -19,17 +20,26 @@ def check_kernel(kernel: str) -> str:
     return kernel
 
 
+def _gram(A, B) -> np.ndarray:
+    """``A B^T`` as a dense array (``A``, ``B`` dense, or both scipy sparse rows)."""
+    G = A @ B.T
+    return G.toarray() if sparse.issparse(G) else G
+
+
 def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``||a_i - b_j||^2`` as an ``(len(A), len(B))`` array (clipped at 0 against round-off)."""
-    D = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
+    """``||a_i - b_j||^2`` as an ``(len(A), len(B))`` array (clipped at 0 against round-off); ``A``
+    and ``B`` dense, or both scipy sparse rows (hashed features)."""
+    norms = [np.asarray(M.multiply(M).sum(1)).ravel() if sparse.issparse(M) else (M * M).sum(1) for M in (A, B)]
+    D = norms[0][:, None] + norms[1][None, :] - 2.0 * _gram(A, B)
     np.maximum(D, 0.0, out=D)
     return D
 
 
 def kernel_matrix(kernel: str, A: np.ndarray, B: np.ndarray, sigma: float = 1.0) -> np.ndarray:
-    """``K[i, j] = k(A_i, B_j)`` for the named kernel (``sigma``: the Gaussian bandwidth)."""
+    """``K[i, j] = k(A_i, B_j)`` for the named kernel (``sigma``: the Gaussian bandwidth); rows dense,
+    or scipy sparse (the hashed window features of :mod:`structpred.estimators._qs_sequences`)."""
     if check_kernel(kernel) == "linear":
-        return A @ B.T
+        return _gram(A, B)
     s = check_positive(sigma, "sigma")
     D = squared_distances(A, B)
     D *= -1.0 / (2.0 * s * s)

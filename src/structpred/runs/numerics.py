@@ -390,12 +390,12 @@ for _method in _NER:
 def _ner_heldout_fit(method: str) -> list:
     """``casimir_ner_heldout``'s ``method`` (the matrix's estimator) on the toy sentences."""
     X, y = _tagging()
-    budget = {"n_passes": 2, **({"n_iter_oracle": 3} if method == "M4N" else {})}
+    budget = {"kernel": "linear"} if method == "QS" else {"n_passes": 2, **({"n_iter_oracle": 3} if method == "M4N" else {})}
     return _fit(matrix_estimator(method, Chain(4, "hamming", normalize=False, joint_map="hashed_window"), 0.1 / X.n,
                                  budget, 0), X, y)
 
 
-for _method in ("M3N", "CRF", "M4N", "AGM", "SGD", "Casimir-SVRG"):
+for _method in ("M3N", "CRF", "M4N", "AGM", "QS", "SGD", "Casimir-SVRG"):
     path(f"ner_heldout.{_method}")(lambda m=_method: _ner_heldout_fit(m))
 
 

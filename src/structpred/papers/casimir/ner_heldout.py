@@ -6,8 +6,9 @@ windows, the file's IOB1 tags, :func:`structpred.papers.casimir.ner.load_parts`)
 training loss, the unnormalised Hamming loss ``Delta_H(y, y') = sum_t [y_t != y'_t]`` on the
 chain; each method (:func:`structpred.papers.matrix.methods.estimator`: M3N by BCFW, the CRF by
 SDCA, M4N by GBCFW with the max-min oracle, AGM's game by AdaGrad, SGD and Casimir-SVRG on the
-hinge) is fit on ``eng.train`` with its ``budget`` (``n_passes`` for every method, plus the block's
-``budgets`` of a method: M4N's oracle iterations) at each lambda of the grid, lambda chosen by the
+hinge, QS's kernel ridge weights on the hashed window ids with the loss trick) is fit on
+``eng.train`` with its ``budget`` (``n_passes`` for every method, plus the block's
+``budgets`` of a method: M4N's oracle iterations, QS's kernel; QS has no passes) at each lambda of the grid, lambda chosen by the
 lowest mean token error on ``testa`` (ties: the first), and scored on ``testb``.
 
 Rows: one ``token_error`` row per ``testb`` sentence (its fraction of wrongly tagged tokens),
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from structpred.errors import ConfigError
 from structpred.metrics import entity_f1
@@ -42,8 +44,8 @@ log = logging.getLogger(__name__)
 
 TASK = "ner"
 DATASET = "conll2003"
-#: the matrix's methods with a chain oracle on hashed windows (QS has no kernel on them)
-METHODS = ("M3N", "CRF", "M4N", "AGM", "SGD", "Casimir-SVRG")
+#: the matrix's methods: every one has the chain's oracles, QS a kernel on the hashed window ids
+METHODS = ("M3N", "CRF", "M4N", "AGM", "QS", "SGD", "Casimir-SVRG")
 
 
 def ner_space(n_tags: int) -> Chain:
@@ -78,14 +80,18 @@ def fit_lambda(parts, tags, job: HeldOutJob, lam: float, seed: int, checkpoint=N
     token error, testb's per-sentence token errors and entity F1, ``seconds``) and history."""
     est = estimator(job.method, ner_space(len(tags)), lam, job.budget, seed)
     start = time.perf_counter()
-    est.fit(*parts["train"], checkpoint=checkpoint)
-    seconds = time.perf_counter() - start + est.resumed_seconds_
+    if job.method == "QS":   # one solve per sentence length, nothing to resume
+        est.fit(*parts["train"])
+        seconds, history = time.perf_counter() - start, pd.DataFrame()
+    else:
+        est.fit(*parts["train"], checkpoint=checkpoint)
+        seconds, history = time.perf_counter() - start + est.resumed_seconds_, est.history_
     (Xa, ya), (Xb, yb) = parts["testa"], parts["testb"]
     pred = est.predict(Xb)
     record = {"lam": float(lam), "val_loss": float(np.mean(token_errors(ya, est.predict(Xa)))),
               "token_error": [float(v) for v in token_errors(yb, pred)],
               "entity_f1": entity_f1(yb, pred, tags), "seconds": seconds}
-    return record, est.history_
+    return record, history.assign(lam=float(lam))   # QS's empty one too: the fit cache writes its header
 
 
 @register
@@ -112,7 +118,8 @@ class NerHeldOut(Experiment):
     def settings(self, config, dataset, method):
         s = self.block(config)
         return {"method": method, "lambdas": list(s["lambdas"]),
-                "budget": {"n_passes": s["n_passes"], **(s.get("budgets") or {}).get(method, {})},
+                "budget": {**({} if method == "QS" else {"n_passes": s["n_passes"]}),
+                           **(s.get("budgets") or {}).get(method, {})},
                 "word_threshold": config["casimir_ner"]["word_threshold"], "subsample": s.get("subsample")}
 
     @staticmethod

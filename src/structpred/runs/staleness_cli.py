@@ -45,6 +45,9 @@ def register(sub) -> None:
                        help="start no chunk after this many hours and stop the one running then")
     again.add_argument("--dataset", action="append", default=None,
                        help="only the jobs on this dataset (repeat for more; e.g. ck, the matrix's emotion column)")
+    again.add_argument("--method", action="append", default=None,
+                       help="only the jobs of this method (repeat for more: they run in the order given, e.g. the "
+                            "cheap ones first)")
     again.set_defaults(func=_rerun)
 
 
@@ -77,13 +80,15 @@ def _rerun(args) -> int:
     if args.experiment not in config.get("experiments", {}):
         print(f"structpred: unknown experiment {args.experiment!r} (see `structpred experiments`)", file=sys.stderr)
         return 2
-    known = {d for d, _, _ in get(args.experiment).jobs(config)}
-    if args.dataset and set(args.dataset) - known:
-        print(f"structpred: {args.experiment} has no dataset {', '.join(sorted(set(args.dataset) - known))}; "
-              f"its datasets: {', '.join(sorted(known))}", file=sys.stderr)
-        return 2
+    jobs = get(args.experiment).jobs(config)
+    for what, given, known in (("dataset", args.dataset, {d for d, _, _ in jobs}),
+                               ("method", args.method, {m for _, m, _ in jobs})):
+        if given and set(given) - known:
+            print(f"structpred: {args.experiment} has no {what} {', '.join(sorted(set(given) - known))}; "
+                  f"its {what}s: {', '.join(sorted(known))}", file=sys.stderr)
+            return 2
     done, pending = rerun.rerun(Path.cwd(), args.archive, args.experiment, config, cores=args.cores,
-                                chunk=args.chunk, hours=args.hours, datasets=args.dataset,
+                                chunk=args.chunk, hours=args.hours, datasets=args.dataset, methods=args.method,
                                 log=lambda line: print(line, file=sys.stderr))
     print(f"{args.experiment}: {done} of {pending} pending jobs rerun and archived; "
           "then `structpred runs status --write` and `structpred report rerender`")

@@ -9,7 +9,8 @@ import time
 import pandas as pd
 import pytest
 
-from structpred.runs.archive import cost_table, job_costs
+from structpred.report.archive_costs import job_costs
+from structpred.runs.archive import cost_table
 from structpred.runs.job_cpu import process_tree_cpu_seconds
 from structpred.runs.makespan import Task, tasks
 from structpred.runs.numerics import record_path

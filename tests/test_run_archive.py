@@ -9,7 +9,8 @@ import pytest
 from structpred.cli import main
 from structpred.errors import ConfigError
 from structpred.tables.results import make_rows, write_csv
-from structpred.runs.archive import cost_table, cpu_model, job_costs
+from structpred.report.archive_costs import job_costs
+from structpred.runs.archive import cost_table, cpu_model
 
 
 def _job(root, experiment, dataset, method, split, seconds, cpu=None):

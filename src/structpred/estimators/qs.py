@@ -21,7 +21,7 @@ from structpred._fitting import AtomicFit, check_feature_names
 from structpred.estimators._qs_sequences import SEQUENCE_INPUTS, LengthBlocks, check_sequences, position_width
 from structpred.estimators._tags import classifier_tags
 from structpred.features.kernels import check_kernel, kernel_matrix
-from structpred.features.sequences import Sequences, as_float_matrix
+from structpred.features.sequences import as_float_matrix
 from structpred.outputs import Multiclass, StatisticDecoding, WeightedDecoding, make_space, require
 from structpred.outputs.batch import is_ragged, labels_batch
 from structpred.solvers.kernel_ridge import NystromRidgeWeights, RidgeWeights, ridge_cv

@@ -161,6 +161,12 @@ class Experiment:
         to their ``(table, tests)`` (default: :meth:`render`)."""
         return self.render(table, tests, config)
 
+    def costs(self, jobs_of, config: dict) -> str:
+        """HTML of the recorded CPU of this experiment's archived jobs, for the report beside the
+        table; ``jobs_of(experiment)``: an experiment's jobs with their cost
+        (:func:`structpred.report.archive_costs.job_costs`). Default: none (the matrix's: per cell)."""
+        return ""
+
     def figure(self, table: pd.DataFrame, path, config: dict) -> None:
         raise NotImplementedError
 

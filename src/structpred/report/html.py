@@ -36,6 +36,7 @@ from structpred.tables.results import read_results
 from structpred.io import write_text
 from structpred.report import provenance
 from structpred.report.archive_status import describe
+from structpred.report.archive_costs import job_costs
 from structpred.report.claims import (CANNOT, NOT_REPRODUCED, REPRODUCED, UNDER, headlines, load_claims,
                                       rule_text, short_statement, short_test, summary, verdict_class)
 from structpred.report.departures import fill as fill_departure
@@ -434,6 +435,8 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             out.append(f"<details><summary>Departures from the paper ({len(departures)})</summary>"
                        f"<ul>{items}</ul></details>")
         out.append(experiment.page(table, test_table, loaded, config))
+        if archive is not None and Path(archive).is_dir():
+            out.append(experiment.costs(lambda e: job_costs(archive, e), config))
         selection = Path(table_path).with_name(f"{name}_selection.csv")
         out.append(grid_edge_note(selection, rel(selection)))
         if name in config:

@@ -33,8 +33,8 @@ import yaml
 from structpred.errors import ConfigError
 from structpred.io import atomic_open
 from structpred.papers.registry import get
+from structpred.report.archive_costs import job_costs
 from structpred.report.provenance import git_commit
-from structpred.runs.numerics import record_path
 from structpred.workflow import project_copy
 
 LEVELS = ("experiment", "method", "dataset")
@@ -49,47 +49,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
-
-
-def job_files(archive) -> list[Path]:
-    """Every job file of the archive (``<experiment>/<dataset>/<method>/split<k>.csv``)."""
-    root = Path(archive)
-    if not root.is_dir():
-        raise ConfigError(f"no run archive at {root}")
-    return sorted(p for p in root.glob("*/*/*/split*.csv") if not p.name.endswith(".history.csv"))
-
-
-def job_cpu_seconds(job_file) -> float:
-    """The CPU seconds a job's numerics record keeps (:mod:`structpred.runs.job_cpu`); NaN where it
-    keeps none, or only part of them (a job that resumed a stopped run)."""
-    path = record_path(job_file)
-    if not path.is_file():
-        return float("nan")
-    rec = json.loads(path.read_text(encoding="utf-8"))
-    cpu = rec.get("cpu_seconds") if isinstance(rec, dict) and not rec.get("cpu_partial") else None
-    return float("nan") if cpu is None else float(cpu)
-
-
-def job_costs(archive) -> pd.DataFrame:
-    """One row per job: experiment, dataset, method, split, its cost in ``seconds`` (NaN: untimed),
-    what they measure (``measure``: ``cpu``, the job's CPU seconds from its numerics record, else
-    ``wall``, its summed ``seconds`` rows, wall time that a busy machine inflates) and the CPU models
-    its seconds rows name."""
-    records = []
-    for path in job_files(archive):
-        experiment, dataset, method = path.parts[-4:-1]
-        rows = pd.read_csv(path, usecols=lambda c: c in ("metric", "value", "detail"), keep_default_na=False)
-        timed = rows[rows["metric"] == "seconds"]
-        cpus = sorted({str(d) for d in timed.get("detail", []) if str(d)})
-        cpu = job_cpu_seconds(path)
-        wall = float(pd.to_numeric(timed["value"]).sum()) if len(timed) else float("nan")
-        records.append({"experiment": experiment, "dataset": dataset, "method": method,
-                        "split": path.stem.removeprefix("split"),
-                        "seconds": wall if np.isnan(cpu) else cpu,
-                        "measure": "" if np.isnan(cpu) and np.isnan(wall) else ("wall" if np.isnan(cpu) else "cpu"),
-                        "cpu": "; ".join(cpus)})
-    return pd.DataFrame.from_records(records, columns=["experiment", "dataset", "method", "split", "seconds",
-                                                      "measure", "cpu"])
 
 
 def cost_table(archive, by: str = "experiment") -> pd.DataFrame:

@@ -16,8 +16,8 @@ from structpred.errors import ConfigError
 from structpred.papers.registry import get
 from structpred.report.cli import _load_config
 from structpred.runs import staleness_cli
-from structpred.runs.archive import (TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, job_costs, load_config,
-                                     sample_jobs, verify)
+from structpred.report.archive_costs import job_costs
+from structpred.runs.archive import TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, load_config, sample_jobs, verify
 from structpred.runs.makespan import makespan, tasks
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from structpred.papers.registry import get
-from structpred.runs.archive import job_cpu_seconds
+from structpred.report.archive_costs import job_cpu_seconds
 
 
 @dataclass

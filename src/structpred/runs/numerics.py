@@ -39,6 +39,7 @@ from structpred.features.hashed import WindowTokens
 from structpred.features.sequences import difference_edges
 from structpred.features.tree_hashed import TreeFeatures
 from structpred.io import atomic_open
+from structpred.report.archive_costs import record_path
 from structpred.outputs import Chain, Multiclass, PairwiseRanking, Permutation, Tree
 from structpred.outputs.histogram import GaussianHistogram, Hellinger
 from structpred.features.tree_array import TreeArray
@@ -125,11 +126,6 @@ def machine_class() -> str:
 def record(paths, commit: str) -> dict:
     """What a job writes beside its result file: commit, machine class, its paths' fingerprints."""
     return {"commit": commit, "machine": machine_class(), "fingerprints": fingerprints(paths)}
-
-
-def record_path(job_file) -> Path:
-    """The numerics record beside a job file."""
-    return Path(str(job_file).removesuffix(".csv") + ".numerics.json")
 
 
 def write_record(rows_path, paths, commit: str, cpu_seconds: float | None = None, cpu_partial: bool = False,

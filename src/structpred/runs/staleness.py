@@ -29,7 +29,8 @@ import pandas as pd
 
 from structpred.errors import ConfigError
 from structpred.report.archive_status import read_status
-from structpred.runs.archive import job_costs, job_files, load_config, result_digest, upstream, verify
+from structpred.report.archive_costs import job_costs, job_files
+from structpred.runs.archive import load_config, result_digest, upstream, verify
 from structpred.runs.numerics import PATHS, fingerprints, machine_class, record_path
 
 COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]

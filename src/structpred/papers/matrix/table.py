@@ -43,7 +43,7 @@ from structpred.tables.job import JobSettings
 from structpred.tables.results import read_results
 from structpred.tables.seeding import int_seed
 from structpred.tables.significance import ALPHA, best_tests
-from structpred.tables.splits import load_split, split_part
+from structpred.tables.splits import load_split
 
 
 @dataclass(frozen=True)
@@ -287,6 +287,23 @@ class Matrix(Experiment):
         return render_matrix(table, tests, self.block(config)["methods"], self.impossible(config),
                              self.percent_tasks, notes)
 
+    def costs(self, jobs_of, config):
+        """Each cell's training CPU, summed over its splits, from the run archive: a borrowed cell's
+        is its source's jobs' (the matrix's job only reads their rows)."""
+        own, sources = jobs_of(self.name), {}
+        cells = []
+        for (dataset, method), jobs in own.groupby(["dataset", "method"], sort=False):
+            if self.borrowed(config, dataset, method):
+                source = self._task(config, dataset)[1]["source"]
+                if source not in sources:
+                    sources[source] = jobs_of(source)
+                theirs = sources[source]
+                jobs = theirs[(theirs["dataset"] == dataset) & (theirs["split"].isin(jobs["split"]))
+                              & (theirs["method"] == self.source_method(config, dataset, method))].assign(method=method)
+            cells.append(jobs)
+        return render_costs(pd.concat(cells, ignore_index=True) if cells else own, self.block(config)["methods"],
+                            {d: task for task, spec in self.block(config)["tasks"].items() for d in spec["datasets"]})
+
     def figure(self, table, path, config, tests=None):
         matrix_figure(table, tests, path, self.block(config)["methods"])
 
@@ -315,6 +332,30 @@ def render_matrix(table: pd.DataFrame, tests: pd.DataFrame, methods, impossible:
     out += [f"<p>{note}</p>" for note in notes]
     out += [f"<p>× {m} on {t}: {reason}</p>" for (t, m), reason in impossible.items()]
     return "\n".join(out)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else (f"{seconds / 60:.0f} min" if seconds >= 60
+                                                              else f"{seconds:.1f} s")
+
+
+def render_costs(jobs: pd.DataFrame, methods, task_of: dict) -> str:
+    """A row per (task, dataset), a column per method: the cell's recorded CPU (or wall, marked ``w``)
+    seconds over its splits, as the run archive holds them (``structpred runs cost --by dataset``)."""
+    if jobs.empty or jobs["seconds"].isna().all():
+        return ""
+    sums = jobs.groupby(["dataset", "method"], sort=False).agg(seconds=("seconds", "sum"),
+                                                                wall=("measure", lambda m: bool((m == "wall").any())))
+    head = "".join(f"<th>{m}</th>" for m in methods)
+    rows = []
+    for dataset in dict.fromkeys(jobs["dataset"]):
+        cells = "".join(
+            f"<td>{_duration(sums.loc[(dataset, m), 'seconds'])}{' w' if sums.loc[(dataset, m), 'wall'] else ''}</td>"
+            if (dataset, m) in sums.index else "<td>–</td>" for m in methods)
+        rows.append(f"<tr><td class=l>{task_of.get(dataset, '')}</td><td class=l>{dataset}</td>{cells}</tr>")
+    return ("<details><summary>Training CPU per cell (the run archive's recorded seconds, summed over the cell's "
+            "splits; a cell read from its source table: that table's job; w: wall seconds, a busy machine's)</summary>"
+            f"<table><tr><th class=l>task</th><th class=l>dataset</th>{head}</tr>{''.join(rows)}</table></details>")
 
 
 def summary_sentences(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks, unit) -> list[str]:

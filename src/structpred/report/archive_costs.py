@@ -1,0 +1,60 @@
+"""The run archive's job files and the cost each recorded: the readers the report and the run
+commands share (``runs/<experiment>/<dataset>/<method>/split<k>.csv`` with its numerics record
+``split<k>.numerics.json`` beside it, :mod:`structpred.runs.numerics`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from structpred.errors import ConfigError
+
+
+def record_path(job_file) -> Path:
+    """The numerics record beside a job file."""
+    return Path(str(job_file).removesuffix(".csv") + ".numerics.json")
+
+
+def job_files(archive, experiment: str = "*") -> list[Path]:
+    """Every job file of the archive (``<experiment>/<dataset>/<method>/split<k>.csv``), or of one
+    ``experiment``'s."""
+    root = Path(archive)
+    if not root.is_dir():
+        raise ConfigError(f"no run archive at {root}")
+    return sorted(p for p in root.glob(f"{experiment}/*/*/split*.csv") if not p.name.endswith(".history.csv"))
+
+
+def job_cpu_seconds(job_file) -> float:
+    """The CPU seconds a job's numerics record keeps (:mod:`structpred.runs.job_cpu`); NaN where it
+    keeps none, or only part of them (a job that resumed a stopped run)."""
+    path = record_path(job_file)
+    if not path.is_file():
+        return float("nan")
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    cpu = rec.get("cpu_seconds") if isinstance(rec, dict) and not rec.get("cpu_partial") else None
+    return float("nan") if cpu is None else float(cpu)
+
+
+def job_costs(archive, experiment: str = "*") -> pd.DataFrame:
+    """One row per job (of ``experiment``'s, or of all): experiment, dataset, method, split, its cost in ``seconds`` (NaN: untimed),
+    what they measure (``measure``: ``cpu``, the job's CPU seconds from its numerics record, else
+    ``wall``, its summed ``seconds`` rows, wall time that a busy machine inflates) and the CPU models
+    its seconds rows name."""
+    records = []
+    for path in job_files(archive, experiment):
+        name, dataset, method = path.parts[-4:-1]
+        rows = pd.read_csv(path, usecols=lambda c: c in ("metric", "value", "detail"), keep_default_na=False)
+        timed = rows[rows["metric"] == "seconds"]
+        cpus = sorted({str(d) for d in timed.get("detail", []) if str(d)})
+        cpu = job_cpu_seconds(path)
+        wall = float(pd.to_numeric(timed["value"]).sum()) if len(timed) else float("nan")
+        records.append({"experiment": name, "dataset": dataset, "method": method,
+                        "split": path.stem.removeprefix("split"),
+                        "seconds": wall if np.isnan(cpu) else cpu,
+                        "measure": "" if np.isnan(cpu) and np.isnan(wall) else ("wall" if np.isnan(cpu) else "cpu"),
+                        "cpu": "; ".join(cpus)})
+    return pd.DataFrame.from_records(records, columns=["experiment", "dataset", "method", "split", "seconds",
+                                                      "measure", "cpu"])

@@ -154,3 +154,23 @@ def test_the_report_shows_the_columns_whose_jobs_are_all_archived_and_names_the_
     assert all(m in sentence.split("not significantly worse")[0] for m in bold)
     assert all(m in sentence.split("significantly worse:")[1] for m in set(table["method"]) - bold - {best["method"]})
     assert "Not in the matrix yet" in html and "emo: ck" in html and "seq: ocr" in html
+
+
+def test_each_cells_cpu_is_its_own_jobs_or_its_source_jobs():
+    """The page's cost table: a fitted cell's recorded CPU is the matrix job's, a borrowed cell's
+    that of the source job whose rows it reads (the matrix's job only reads them)."""
+    import re
+
+    from structpred.papers.matrix.table import _duration
+    from structpred.report.archive_costs import job_costs
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    html = get("matrix").costs(lambda e: job_costs(REPO / "runs", e), config)
+    row = re.search(r"<td class=l>srl</td><td class=l>conll2005</td>(.*?)</tr>", html).group(1)
+    cells = dict(zip(config["matrix"]["methods"], re.findall(r"<td>(.*?)</td>", row)))
+    own = job_costs(REPO / "runs", "matrix").set_index(["dataset", "method"])["seconds"]
+    source = job_costs(REPO / "runs", "agm_srl").set_index(["dataset", "method"])["seconds"]
+    assert cells["QS"] == "–"                                              # cannot exist on SRL
+    assert cells["SGD"].split(" w")[0] == _duration(own[("conll2005", "SGD")])        # fitted here
+    assert cells["CRF"].split(" w")[0] == _duration(source[("conll2005", "CRF")])     # agm_srl's job
+    assert cells["M3N"].split(" w")[0] == _duration(source[("conll2005", "SSVM")])    # its SSVM

@@ -24,7 +24,8 @@ def test_cells_borrowed_fitted_and_impossible():
     assert splits["mc"] == s["n_splits"] and splits["emo"] == CONFIG["agm_emotion"]["n_splits"] and splits["srl"] == 1
     n_cells = sum(len(spec["datasets"]) * len(s["methods"]) * splits[t] for t, spec in s["tasks"].items())
     n_rnk = len(s["tasks"]["rnk"]["datasets"])
-    assert len(jobs) == n_cells - n_rnk * splits["rnk"] - splits["srl"]    # no CRF on rankings, no QS on SRL yet
+    assert len(jobs) == n_cells - n_rnk * splits["rnk"]    # no CRF on rankings: every other cell exists
+    assert m.impossible(CONFIG).keys() == {("rnk", "CRF")}
     assert ("rnk_vowel", "CRF", 0) not in jobs and ("rnk_vowel", "AGM", 0) in jobs
     assert "#P-hard" in m.impossible(CONFIG)[("rnk", "CRF")]
     # M3N on iris is m4n_table1's job: read from its runs, no features of its own
@@ -73,14 +74,14 @@ def test_emotion_cells_follow_agm_table_1s_protocol():
     assert set(out["experiment"]) == {"matrix"} and set(out["task"]) == {"emo"}
 
 
-def test_srl_cells_follow_agm_table_2s_protocol_and_qs_says_why_it_is_missing():
-    """AGM Table 2's column: agm_srl's SSVM, CRF, AGM and M4N jobs read from its runs; SGD and
-    Casimir-SVRG (entropy smoothing through the tree's marginals) fitted by its protocol; QS printed
-    as missing, with the config's reason."""
+def test_srl_cells_follow_agm_table_2s_protocol():
+    """AGM Table 2's column: agm_srl's SSVM, CRF, AGM and M4N jobs read from its runs; SGD,
+    Casimir-SVRG (entropy smoothing through the tree's marginals) and QS (one ridge system per tree
+    shape) fitted by its protocol."""
     m = get("matrix")
     assert [j for j in m.jobs(CONFIG) if j[0] == "conll2005"] == [
-        ("conll2005", meth, 0) for meth in CONFIG["matrix"]["methods"] if meth != "QS"]
-    assert "a kernel on the propositions' hashed tree features" in m.impossible(CONFIG)[("srl", "QS")]
+        ("conll2005", meth, 0) for meth in CONFIG["matrix"]["methods"]]
+    assert ("srl", "QS") not in m.impossible(CONFIG) and m.numeric_paths(CONFIG, "conll2005", "QS") == ("tree.QS",)
     assert m.run_inputs(CONFIG, "conll2005", "M4N") == [("conll2005", "M4N", None)]
     s = m.settings(CONFIG, "conll2005", "Casimir-SVRG")
     assert s["protocol"] == "agm_srl" and s["metrics"] == ["tree_loss"] and s["n_passes"] == CONFIG["agm_srl"]["n_passes"]

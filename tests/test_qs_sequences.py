@@ -113,3 +113,51 @@ def test_tagged_sentences_use_their_hashed_window_ids(kernel):
     with pytest.raises(StructpredError, match="fitted on sequences"):
         est.predict(Sequences(np.zeros((3, D)), np.array([0, 3])))
     assert isinstance(Xq, WindowTokens)
+
+
+def test_trees_are_blocked_by_their_shape_and_use_their_hashed_node_and_edge_ids():
+    """On SRL's TreeFeatures the kernel is zero between trees of different shapes and otherwise
+    counts, node by node, the shared hashed node ids and parent-edge ids (modulo the map's size):
+    the weights are the explicit kernel's, and each prediction the brute-force loss-trick argmin
+    on its tree (a tree no training tree shares: the decoder's tie)."""
+    from collections import Counter
+
+    from structpred.features.tree_array import TreeArray
+    from structpred.outputs import Tree
+    from structpred.runs.numerics import _trees
+
+    X, y = _trees("qs-trees", n=30)
+    Xq, _ = _trees("qs-trees-query", n=12)
+    space = Tree(3, "absolute", joint_map="tree_hashed")
+
+    def bags(Z):
+        out = []
+        for i in range(Z.n):
+            nodes = range(Z.offsets[i], Z.offsets[i + 1])
+            out.append((tuple(Z.trees[i]), [(Counter(Z.node_ids[Z.node_ptr[n]:Z.node_ptr[n + 1]] % Z.dim),
+                                             Counter(Z.edge_ids[Z.edge_ptr[n]:Z.edge_ptr[n + 1]] % Z.dim)) for n in nodes]))
+        return out
+
+    def k(a, b):
+        if a[0] != b[0]:
+            return 0.0
+        return float(sum(A[v] * B[v] for pa, pb in zip(a[1], b[1]) for A, B in zip(pa, pb) for v in A))
+
+    tr, q = bags(X), bags(Xq)
+    K = np.array([[k(a, b) for b in tr] for a in tr])
+    Kx = np.array([[k(a, b) for b in q] for a in tr])
+    alpha_ref = np.linalg.solve(K + X.n * 0.05 * np.eye(X.n), Kx).T
+    est = QS(loss=space, kernel="linear", lam=0.05).fit(X, y)
+    alpha = est.weights(Xq)
+    np.testing.assert_allclose(alpha, alpha_ref, atol=1e-12, rtol=1e-10)
+    shared = [j for j in range(Xq.n) if any(tuple(Xq.trees[j]) == tuple(t) for t in X.trees)]
+    assert 0 < len(shared) < Xq.n                         # some query trees have a training tree of their shape
+    pred = est.predict(Xq)
+    for j in range(Xq.n):
+        parents = Xq.trees[j]
+        same = [i for i in range(X.n) if tuple(X.trees[i]) == tuple(parents)]
+        cands = [TreeArray(np.array(c), parents) for c in product(range(3), repeat=len(parents))]
+        objective = [sum(alpha[j, i] * float(space.loss(y[i], c)) for i in same) for c in cands]
+        assert np.isclose(sum(alpha[j, i] * float(space.loss(y[i], pred[j])) for i in same), min(objective), atol=1e-12)
+        assert tuple(pred[j].parents) == tuple(parents)
+    assert est.n_features_in_ == 2 * X.dim

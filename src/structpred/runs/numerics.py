@@ -340,11 +340,12 @@ def _trees(name: str, n: int = 10, R: int = 3):
 
 def _tree_fit(method: str) -> list:
     X, y = _trees(f"tree.{method}")
-    settings = {"n_passes": 3, "adagrad_step": 0.1, "game": "exact", "oracle_iterations": 4}
+    settings = {"n_passes": 3, "adagrad_step": 0.1, "game": "exact", "oracle_iterations": 4,
+                "budget": {"kernel": "linear"} if method == "QS" else {}}
     return _fit(estimator(method, Tree(3, "absolute", joint_map="tree_hashed"), 0.01, settings, 0), X, y)
 
 
-for _method in ("AGM", "CRF", "SSVM", "M4N", "SGD", "Casimir-SVRG"):   # the last two: the matrix's SRL cells
+for _method in ("AGM", "CRF", "SSVM", "M4N", "SGD", "Casimir-SVRG", "QS"):   # the last three: the matrix's SRL cells
     path(f"tree.{_method}")(lambda m=_method: _tree_fit(m))
 
 

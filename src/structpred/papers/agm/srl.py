@@ -149,16 +149,20 @@ class SemanticRoleLabelling(Experiment):
             kept = None if cache is None else cache.load(lam)
             if kept is None:
                 start = time.perf_counter()   # a fit stopped midway resumes after its last pass
-                model = estimator(method, space, lam, settings, fit_seed).fit(
-                    train.X, train.y, checkpoint=None if cache is None else cache.in_progress(lam))
-                seconds = time.perf_counter() - start + model.resumed_seconds_
+                model = estimator(method, space, lam, settings, fit_seed)
+                if method == "QS":   # one kernel ridge solve per tree shape: no passes to resume
+                    model.fit(train.X, train.y)
+                    seconds, history = time.perf_counter() - start, pd.DataFrame({"pass": []})
+                else:
+                    model.fit(train.X, train.y, checkpoint=None if cache is None else cache.in_progress(lam))
+                    seconds, history = time.perf_counter() - start + model.resumed_seconds_, model.history_
                 val = float(np.mean(tree_losses(space, data["val"].y, predict(method, model, space, data["val"].X))[0]))
                 record = {"lam": float(lam), "val_loss": val, "seconds": seconds}
                 for part, suffix in TESTS.items():
                     per_tree, node = tree_losses(space, data[part].y, predict(method, model, space, data[part].X))
                     record[f"node_loss{suffix}"] = node
                     record[f"tree_losses{suffix}"] = [float(v) for v in per_tree]
-                kept = (record, model.history_)
+                kept = (record, history)
                 if cache is not None:
                     cache.save(lam, *kept)
             return kept

@@ -1,4 +1,4 @@
-"""CoNLL-2003 NER by held-out model selection: every chain method of the library on Casimir's task.
+"""CoNLL-2003 NER by held-out model selection: every method of the library on Casimir's task.
 
 Not a table of the paper: Casimir §7.1 plots training curves at fixed ``c``; this table is the
 NER column of the matrix (issue 59).  Casimir's data and features (the reference code's hashed
@@ -100,7 +100,7 @@ class NerHeldOut(Experiment):
     column)."""
 
     name = "casimir_ner_heldout"
-    title = "Beyond Casimir (NeurIPS 2018) §7.1: CoNLL-2003 NER, every chain method at its held-out lambda (testb)"
+    title = "Beyond Casimir (NeurIPS 2018) §7.1: CoNLL-2003 NER, every method at its held-out lambda (testb)"
     needs = ("view",)
     single_selection = True   # one lambda per method for every test sentence
     resumable = True

@@ -175,3 +175,24 @@ def test_each_cells_cpu_is_its_own_jobs_or_its_source_jobs():
     assert cells["SGD"].split(" w")[0] == _duration(own[("conll2005", "SGD")])        # fitted here
     assert cells["CRF"].split(" w")[0] == _duration(source[("conll2005", "CRF")])     # agm_srl's job
     assert cells["M3N"].split(" w")[0] == _duration(source[("conll2005", "SSVM")])    # its SSVM
+
+
+def test_the_pair_sentences_count_wins_and_significant_ones():
+    from structpred.papers.matrix.table import pair_sentences
+
+    means = {("a", "M3N"): 0.30, ("a", "M4N"): 0.20, ("a", "QS"): 0.21,
+             ("b", "M3N"): 0.10, ("b", "M4N"): 0.15, ("b", "QS"): 0.40,
+             ("c", "M3N"): 0.50, ("c", "M4N"): 0.45, ("c", "QS"): 0.60}
+    table = pd.DataFrame([{"task": "t", "dataset": d, "method": m, "metric": "test_loss", "mean": v}
+                          for (d, m), v in means.items()])
+    p = {("a", "M4N", "M3N"): 0.01, ("b", "M4N", "M3N"): 0.2, ("c", "M4N", "M3N"): 0.3,
+         ("a", "QS", "M4N"): 0.5, ("b", "QS", "M3N"): 0.001, ("c", "QS", "M4N"): 0.04}
+    best = {"a": "M4N", "b": "M3N", "c": "M4N"}
+    tests = pd.DataFrame([{"task": "t", "dataset": d, "metric": "test_loss", "method_a": a, "method_b": b,
+                           "p_value": v, "bold": (v >= 0.05) if b == best[d] else np.nan}
+                          for (d, a, b), v in p.items()])
+    lines = pair_sentences(table, tests)
+    assert lines[0] == ("M4N has a lower mean test loss than M3N on 2 of 3 datasets (1 significantly); "
+                        "M3N lower on 1 (0 significantly).")
+    assert lines[-1] == "QS is the best or not significantly worse on 1 of 3 datasets (t a)."
+    assert len(lines) == 2            # no AGM, CRF, SGD or Casimir-SVRG cells: no sentence on them

@@ -279,7 +279,7 @@ class Matrix(Experiment):
 
     def render(self, table, tests, config):
         unit = lambda d: "splits" if len(self.splits(config, d.split(":")[0])) > 1 else "test examples"  # noqa: E731
-        notes = summary_sentences(table, tests, self.percent_tasks, unit)
+        notes = summary_sentences(table, tests, self.percent_tasks, unit) + pair_sentences(table, tests)
         pending = self.pending(config, table)
         if pending:
             notes.append("Not in the matrix yet (their jobs are not all in the run archive; <code>structpred runs "
@@ -376,6 +376,38 @@ def summary_sentences(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks, u
                    + (f"{_and(level)} {'is' if len(level) == 1 else 'are'} not significantly worse "
                       f"(paired Wilcoxon, p &ge; {ALPHA})" if level else "every other method is significantly worse")
                    + (f"; significantly worse: {_and(worse)}" if level and worse else "") + ".")
+    return out
+
+
+#: the questions the matrix answers across tasks: (method, rival) pairs compared on every dataset
+PAIRS = (("M4N", "M3N"), ("AGM", "CRF"), ("AGM", "M3N"), ("Casimir-SVRG", "SGD"))
+
+
+def pair_sentences(table: pd.DataFrame, tests: pd.DataFrame) -> list[str]:
+    """Per :data:`PAIRS` both methods have cells for: on how many datasets the first has the lower
+    mean test loss, and on how many of those (and of the others) the paired Wilcoxon test is
+    significant (p < ALPHA); then on how many datasets QS is best or not significantly worse."""
+    data = table[table["metric"] == "test_loss"].set_index(["task", "dataset", "method"])["mean"]
+    pvalue = {}
+    for r in tests.itertuples():
+        pvalue[(r.task, r.dataset, r.method_a, r.method_b)] = pvalue[(r.task, r.dataset, r.method_b, r.method_a)] = r.p_value
+    groups = list(dict.fromkeys((t, d) for t, d, _ in data.index))
+    out = []
+    for a, b in PAIRS:
+        both = [(t, d) for t, d in groups if (t, d, a) in data.index and (t, d, b) in data.index]
+        if not both:
+            continue
+        wins = [g for g in both if data[(*g, a)] < data[(*g, b)]]
+        sig = lambda gs: sum(pvalue.get((*g, a, b), 1.0) < ALPHA for g in gs)  # noqa: E731
+        losses = [g for g in both if g not in wins]
+        out.append(f"{a} has a lower mean test loss than {b} on {len(wins)} of {len(both)} datasets "
+                   f"({sig(wins)} significantly); {b} lower on {len(losses)} ({sig(losses)} significantly).")
+    bold = bold_of(tests)
+    qs = [g for g in groups if (*g, "QS") in data.index]
+    if qs:
+        level = [f"{t} {d}" for t, d in qs if bold.get((t, d, "test_loss", "QS"), False)]
+        out.append(f"QS is the best or not significantly worse on {len(level)} of {len(qs)} datasets"
+                   + (f" ({_and(level)})." if level else "."))
     return out
 
 

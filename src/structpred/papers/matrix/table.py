@@ -424,36 +424,39 @@ def relative_losses(table: pd.DataFrame) -> pd.DataFrame:
     return data.groupby(["task", "method"], sort=False)["relative"].mean().reset_index()
 
 
+#: the figure's axis stops here (percent above the best); a bar past it is cut and labelled
+EXCESS_CAP = 50.0
+
+
 def matrix_figure(table: pd.DataFrame, tests: pd.DataFrame, path, methods) -> None:
     """Each task a group of bars, a colour per method (tab10 in the matrix's order): how much
     higher the method's test loss is than the best method's, in percent, averaged over the
     task's datasets; a dot over a bar: the best or not significantly worse on every dataset of
-    the task (the table's bold); a log scale once some method is more than 3 times the best."""
+    the task (the table's bold); a bar past :data:`EXCESS_CAP` is cut there and labelled with
+    its value, so that a few-percent difference stays visible beside a far worse method."""
     rel = relative_losses(table)
     bold = bold_of(tests)
     data = table[table["metric"] == "test_loss"]
     level = {(t, m): all(bold.get((t, d, "test_loss", m), False) for d in part["dataset"])
              for (t, m), part in data.groupby(["task", "method"], sort=False)}
     tasks = list(dict.fromkeys(rel["task"]))
-    log_scale = bool((rel["relative"] > 3).any())
+    top = min(EXCESS_CAP, max(1.0, float(np.nanmax(100 * (rel["relative"] - 1))) if len(rel) else 1.0))
     fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 3.2), layout="constrained")
     width = 0.8 / max(len(methods), 1)
     for i, m in enumerate(methods):
         part = rel[rel["method"] == m].set_index("task").reindex(tasks)
         x = np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width
         excess = 100 * (part["relative"].to_numpy() - 1)
-        ax.bar(x, excess, width, bottom=100 if log_scale else 0, label=m, color=f"C{i}")
+        ax.bar(x, np.minimum(excess, top), width, label=m, color=f"C{i}")
+        for xj, e in zip(x, excess):
+            if e > top:
+                ax.text(xj, top, f"+{e:.0f}%", ha="center", va="bottom", fontsize="x-small", rotation=90)
         marks = [j for j, t in enumerate(tasks) if level.get((t, m), False)]
-        top = excess[marks] + 100 if log_scale else excess[marks]
-        ax.plot(x[marks], top, "o", color="0.15", ms=3.5, zorder=3)
-    if log_scale:
-        ax.set_yscale("log")
-        ax.set_ylabel("test loss / best method's (%)")
-        ax.axhline(100, color="0.3", lw=0.8)
-    else:
-        ax.set_ylabel("test loss above the best method's (%)")
+        ax.plot(x[marks], excess[marks], "o", color="0.15", ms=3.5, zorder=3)
+    ax.set_ylim(0, top * 1.4)
+    ax.set_ylabel("test loss above the best method's (%)")
     ax.set_xticks(np.arange(len(tasks)), tasks)
-    ax.set_title("• best, or not significantly worse on every dataset of the task (paired Wilcoxon)",
-                 fontsize="small", loc="left")
+    ax.set_title(f"• best, or not significantly worse on every dataset of the task (paired Wilcoxon); "
+                 f"bars past {top:g}% cut and labelled", fontsize="small", loc="left")
     legend_outside(fig, [ax], ncol=(len(methods) + 1) // 2)   # two balanced rows
     save_figure(fig, path)

@@ -228,3 +228,20 @@ def test_the_guard_fails_on_a_one_ulp_change_in_a_kernel(tmp_path):
     assert moved.returncode == 1, moved.stdout + moved.stderr
     assert "m4n_chain: committed fresh" in moved.stderr and "chain.M4N" in moved.stderr
     assert "m4n_ranks" not in moved.stderr   # the permutation path did not move
+
+
+def test_fingerprints_do_not_depend_on_the_blas_threads():
+    """A job of one thread records its paths' fingerprints; ``runs status`` beside it may have more
+    BLAS threads. The NER M3N path's long dot products give other bits on two OpenBLAS threads,
+    so fingerprints are taken on one, whatever the caller's limit."""
+    from threadpoolctl import threadpool_limits
+
+    from structpred.runs import numerics
+
+    numerics.fingerprint.cache_clear()
+    with threadpool_limits(limits=2, user_api="blas"):
+        two = numerics.fingerprint("ner_heldout.M3N")
+    numerics.fingerprint.cache_clear()
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = numerics.fingerprint("ner_heldout.M3N")
+    assert one == two

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from llvmlite import binding
 from numpy._core._multiarray_umath import __cpu_features__ as features
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from structpred.errors import ConfigError
 from structpred.estimators import CRF, M3N, M4N, QS
@@ -81,10 +81,14 @@ def _bits(values) -> bytes:
 
 @lru_cache(maxsize=None)
 def fingerprint(name: str) -> str:
-    """The fingerprint of path ``name``: first 16 hex digits of the sha256 of its outputs' bits."""
+    """The fingerprint of path ``name``: first 16 hex digits of the sha256 of its outputs' bits,
+    computed on one BLAS thread, as a job of one thread runs: OpenBLAS splits a long dot product
+    (the 65,535 hashed NER weights) across threads, which changes its last bits, so a status taken
+    beside the jobs with more threads would otherwise call them stale."""
     if name not in PATHS:
         raise ConfigError(f"unknown numerics path {name!r}; known: {', '.join(sorted(PATHS))}")
-    return hashlib.sha256(_bits(PATHS[name]())).hexdigest()[:16]
+    with threadpool_limits(limits=1, user_api="blas"):
+        return hashlib.sha256(_bits(PATHS[name]())).hexdigest()[:16]
 
 
 def fingerprints(names=None) -> dict[str, str]:

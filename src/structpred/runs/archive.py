@@ -68,11 +68,12 @@ def cost_table(archive, by: str = "experiment") -> pd.DataFrame:
 
 
 def result_text(path) -> str:
-    """A job file's rows as CSV text without its timing rows (``seconds``, and the CPU in their
-    ``detail``): what a rerun must reproduce byte for byte.  ``path``: a file, or its text as a
-    ``io.StringIO``."""
+    """A job file's rows as CSV text without its timing rows (``seconds`` and every ``*_seconds``
+    metric such as agm_srl_full's ``refit_seconds``, and the CPU in their ``detail``): what a rerun
+    must reproduce byte for byte.  ``path``: a file, or its text as a ``io.StringIO``."""
     rows = pd.read_csv(path, dtype=str, keep_default_na=False)
-    return rows[rows["metric"] != "seconds"].to_csv(index=False, lineterminator="\n")
+    timing = (rows["metric"] == "seconds") | rows["metric"].str.endswith("_seconds")
+    return rows[~timing].to_csv(index=False, lineterminator="\n")
 
 
 def result_digest(path) -> str:

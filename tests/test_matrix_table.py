@@ -54,14 +54,16 @@ def test_emotion_cells_follow_agm_table_1s_protocol():
     assert m.settings(CONFIG, "ck", "M3N")["metrics"] == CONFIG["agm_emotion"]["losses"]
     for method in ("M4N", "QS", "SGD", "Casimir-SVRG"):
         assert not m.borrowed(CONFIG, "ck", method) and m.job_needs(CONFIG, "ck", method) == ("view", "selection")
-        s = m.settings(CONFIG, "ck", method)
-        assert s["protocol"] == "agm_emotion" and s["lambdas"] == spec["lambdas"] and s["n_passes"] == 100
-        assert m.grids(CONFIG, "ck", method) == {"lam": [float(x) for x in spec["lambdas"] if x > 0]}
+        s, grid = m.settings(CONFIG, "ck", method), spec.get("method_lambdas", {}).get(method, spec["lambdas"])
+        assert s["protocol"] == "agm_emotion" and s["lambdas"] == grid and s["n_passes"] == 100
+        assert m.grids(CONFIG, "ck", method) == {"lam": [float(x) for x in grid if x > 0]}
         assert m.grids(CONFIG, "ck:weighted_absolute", method) == m.grids(CONFIG, "ck", method)   # a table row's
         assert m.numeric_paths(CONFIG, "ck", method) == (f"chain_game.{method}",)
     # a borrowed cell's grid: its source job's (its rows keep the chosen lambda only)
     assert m.grids(CONFIG, "ck:absolute", "AGM") == get("agm_emotion").grids(CONFIG, "ck", "AGM")
     assert m.grids(CONFIG, "ck:absolute", "AGM")["lam"] != m.grids(CONFIG, "ck:absolute", "SGD")["lam"]
+    # a method's own grid (M4N and SGD chose the task grid's top): wider than the task's, the others keep it
+    assert max(m.grids(CONFIG, "ck", "M4N")["lam"]) > max(spec["lambdas"]) == max(m.grids(CONFIG, "ck", "QS")["lam"])
     assert m.view(CONFIG, "ck") == "emotion" and m.threads(CONFIG, "ck") == 1
     rows = pd.DataFrame({"experiment": "agm_emotion", "task": "emotion", "dataset": "ck", "method": "SSVM",
                          "split": 3, "lam": [0.1, 0.1, 0.01, np.nan], "selected": [True, True, True, False],

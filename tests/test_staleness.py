@@ -245,3 +245,38 @@ def test_fingerprints_do_not_depend_on_the_blas_threads():
     with threadpool_limits(limits=1, user_api="blas"):
         one = numerics.fingerprint("ner_heldout.M3N")
     assert one == two
+
+
+def test_a_job_is_stale_once_its_config_block_gives_it_other_settings(tmp_path):
+    """A widened grid moves no fingerprint: a record keeps its settings' digest and is stale when
+    today's block gives other settings; an older record (no digest) is compared with the settings
+    that the config committed at its commit gives, naming the keys; no such config: not judged."""
+    from structpred.runs.archive import load_config
+    config, fps = load_config(ROOT), {"qs.ranking": "f"}
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((ROOT / "config" / "config.yaml").read_text())
+    settings = get("qs_movielens").settings(config, "movielens", "Hinge")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "config"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    runs = tmp_path / "runs"
+    write_job(runs, "qs_movielens", "movielens", "Hinge", 0, record=rec(fps, settings=numerics.settings_digest(settings)))
+    write_job(runs, "qs_movielens", "movielens", "Hinge", 1, record=rec(fps, commit=commit))   # older: git's config
+    write_job(runs, "qs_movielens", "movielens", "Hinge", 2, record=rec(fps, commit="0" * 40))  # git lacks it
+
+    def statuses(cfg):
+        jobs = staleness.job_table(runs, fps, MACHINE, cfg)
+        return dict(zip(jobs["split"], zip(jobs["status"], jobs["detail"])))
+
+    assert statuses(config) == {"0": ("fresh", ""), "1": ("fresh", ""), "2": ("fresh", "")}
+    wider = {**config, "qs_movielens": {**config["qs_movielens"], "lambdas": {
+        **config["qs_movielens"]["lambdas"], "Hinge": [10.0, *config["qs_movielens"]["lambdas"]["Hinge"]]}}}
+    assert get("qs_movielens").settings(wider, "movielens", "Hinge") != settings
+    assert statuses(wider) == {"0": ("stale", "ran with other settings than today's qs_movielens block"),
+                               "1": ("stale", "ran with other settings (lambdas) than today's qs_movielens block"),
+                               "2": ("fresh", "")}
+    # the digest is the settings' canonical JSON: key order aside, and 1.0e-3 and 0.001 are one float
+    assert numerics.settings_digest({"b": [1.0e-3], "a": 1}) == numerics.settings_digest({"a": 1, "b": [0.001]})
+    assert numerics.settings_digest({"a": 1}) != numerics.settings_digest({"a": 2})

@@ -28,8 +28,10 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     write_csv(rows, snakemake.output.rows)  # noqa: F821
     # beside it: the commit, the machine class and the fingerprints of the numerics paths the job ran
     # (structpred runs status compares them with today's code)
-    # and the digests of the other jobs' rows it read (a rerun of one of those makes it stale)
+    # and the digests of the other jobs' rows it read (a rerun of one of those makes it stale) and
+    # of its settings (a change of its config block does)
     runs = dict(snakemake.input).get("runs", [])  # noqa: F821
     inputs = {f.removeprefix("results/"): result_digest(f) for f in ([runs] if isinstance(runs, str) else runs)}
     write_record(snakemake.output.rows, spec.numeric_paths(snakemake.config, wc.dataset, wc.method),  # noqa: F821
-                 git_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed, inputs=inputs)
+                 git_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed, inputs=inputs,
+                 settings=snakemake.params.settings)  # noqa: F821

@@ -132,14 +132,25 @@ def record(paths, commit: str) -> dict:
     return {"commit": commit, "machine": machine_class(), "fingerprints": fingerprints(paths)}
 
 
+def settings_digest(settings: dict) -> str:
+    """A job's settings (:meth:`structpred.papers.registry.Experiment.settings`) as 16 hex digits of
+    the sha256 of their canonical JSON: its record keeps them, so that ``structpred runs status``
+    sees a job whose config block changed since it ran (a widened grid moves no fingerprint)."""
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def write_record(rows_path, paths, commit: str, cpu_seconds: float | None = None, cpu_partial: bool = False,
-                 inputs: dict | None = None) -> None:
+                 inputs: dict | None = None, settings: dict | None = None) -> None:
     """Write :func:`record` to ``<rows_path without .csv>.numerics.json``, atomically, with the job's
     CPU seconds (:mod:`structpred.runs.job_cpu`) when given; ``cpu_partial``: they miss the CPU of
     an earlier, stopped run that this job resumed.  ``inputs``: the other jobs' result files it read,
     ``{path relative to the archive: its digest}`` (:func:`structpred.runs.archive.result_digest`), so
-    that ``structpred runs status`` sees when one of them is re-archived with other numbers."""
+    that ``structpred runs status`` sees when one of them is re-archived with other numbers.
+    ``settings``: the job's settings, kept as their :func:`settings_digest`."""
     rec = record(paths, commit)
+    if settings is not None:
+        rec["settings"] = settings_digest(settings)
     if cpu_seconds is not None:
         rec.update(cpu_seconds=round(float(cpu_seconds), 3), cpu_partial=bool(cpu_partial))
     if inputs:

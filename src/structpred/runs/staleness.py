@@ -8,7 +8,8 @@ the commit and machine class it ran on and the fingerprints of the paths it ran.
 * **stale** when one of its paths' fingerprints moved (the record names the commit it ran at), or
   when a rerun of it by ``structpred runs verify --record`` differed from the archive
   (``"reproduced": false``), or when another job's rows it read (``qs_movielens_normalisation``
-  refits ``qs_movielens``'s choices) were re-archived since with other numbers (:func:`input_moves`);
+  refits ``qs_movielens``'s choices) were re-archived since with other numbers (:func:`input_moves`),
+  or when its settings are no longer what its config block gives (:func:`settings_moves`);
 * **unknown** when it has no record (archived before records were kept) or its record was made on
   another machine class (bits are compared within one class only).
 
@@ -26,12 +27,14 @@ import subprocess
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from structpred.errors import ConfigError
 from structpred.report.archive_status import read_status
 from structpred.report.archive_costs import job_costs, job_files
 from structpred.runs.archive import load_config, result_digest, upstream, verify
-from structpred.runs.numerics import PATHS, fingerprints, machine_class, record_path
+from structpred.papers.registry import get
+from structpred.runs.numerics import PATHS, fingerprints, machine_class, record_path, settings_digest
 
 COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]
 
@@ -51,16 +54,18 @@ def read_record(job_file) -> dict | None:
 
 
 def job_status(rec: dict | None, current: dict[str, str], machine: str,
-               moved_inputs: str = "") -> tuple[str, list[str], str]:
+               moved_inputs: str = "", moved_settings: str = "") -> tuple[str, list[str], str]:
     """``(status, moved paths, detail)`` of one job from its record, today's fingerprints, this
-    machine's class and :func:`input_moves`'s line for it (empty: what it read is archived as it
-    read it)."""
+    machine's class, :func:`input_moves`'s line for it (empty: what it read is archived as it
+    read it) and :func:`settings_moves`'s (empty: it ran with today's settings, or that is not known)."""
     if rec is None:
         return "unknown", [], "no numerics record (archived before records were kept)"
     if rec.get("reproduced") is False:
         return "stale", [], f"a rerun at {rec['commit'][:10]} differed from the archive"
     if moved_inputs:
         return "stale", [], moved_inputs
+    if moved_settings:
+        return "stale", [], moved_settings
     if rec["machine"] != machine:
         return "unknown", [], f"recorded on another machine class ({rec['machine']})"
     moved = sorted(p for p, f in rec["fingerprints"].items() if current.get(p) != f)
@@ -122,6 +127,48 @@ def input_moves(archive, records: list[tuple[Path, dict | None]], config: dict) 
     return out
 
 
+def _settings_or_none(experiment: str, config: dict, dataset: str, method: str) -> dict | None:
+    """The job's settings under ``config``, ``None`` where that config cannot give them (an old
+    config without the experiment's block, or in a shape today's code no longer reads)."""
+    try:
+        return get(experiment).settings(config, dataset, method)
+    except Exception:   # noqa: BLE001 (any failure means: not comparable, never a verdict)
+        return None
+
+
+def settings_moves(archive, records: list[tuple[Path, dict | None]], config: dict) -> dict[Path, str]:
+    """``{job file: why}`` for the jobs that ran with other settings than ``config`` gives them
+    today (a grid widened in the config block moves no fingerprint).  A record with ``settings``
+    (:func:`structpred.runs.numerics.settings_digest`) is compared with today's digest; an older
+    one with the settings that today's code reads from ``config/config.yaml`` as committed at the
+    job's commit, naming the keys that differ (a job whose settings cannot be had either way is not
+    judged)."""
+    archive, out = Path(archive), {}
+    if not config:
+        return out
+    old = [(path, rec) for path, rec in records if rec is not None and "settings" not in rec]
+    commits = sorted({rec["commit"].removesuffix("+dirty") for _, rec in old})
+    texts = _committed_texts(archive.parent / "config", [(c, "config.yaml") for c in commits]) if commits else {}
+    configs = {c: None if t is None else yaml.safe_load(t) for (c, _), t in texts.items()}
+    for path, rec in records:
+        if rec is None:
+            continue
+        experiment, dataset, method = path.parts[-4:-1]
+        now = _settings_or_none(experiment, config, dataset, method)
+        if now is None:
+            continue
+        if "settings" in rec:
+            if rec["settings"] != settings_digest(now):
+                out[path] = f"ran with other settings than today's {experiment} block"
+            continue
+        then_config = configs.get(rec["commit"].removesuffix("+dirty"))
+        then = None if then_config is None else _settings_or_none(experiment, then_config, dataset, method)
+        if then is not None and settings_digest(then) != settings_digest(now):
+            keys = sorted(k for k in set(then) | set(now) if then.get(k) != now.get(k))
+            out[path] = f"ran with other settings ({', '.join(keys)}) than today's {experiment} block"
+    return out
+
+
 def job_table(archive, current: dict[str, str] | None = None, machine: str | None = None,
               config: dict | None = None) -> pd.DataFrame:
     """One row per archived job: experiment, dataset, method, split, status, moved paths, the
@@ -138,10 +185,10 @@ def job_table(archive, current: dict[str, str] | None = None, machine: str | Non
             config = load_config(Path(archive).resolve().parent)
         except ConfigError:
             config = {}
-    moves = input_moves(archive, records, config)
+    moves, changed = input_moves(archive, records, config), settings_moves(archive, records, config)
     for path, rec in records:
         experiment, dataset, method = path.parts[-4:-1]
-        status, moved, detail = job_status(rec, current, machine, moves.get(path, ""))
+        status, moved, detail = job_status(rec, current, machine, moves.get(path, ""), changed.get(path, ""))
         rows.append({"experiment": experiment, "dataset": dataset, "method": method,
                      "split": path.stem.removeprefix("split"), "status": status, "moved": moved,
                      "commit": "" if rec is None else rec["commit"], "detail": detail})

@@ -221,7 +221,8 @@ class Matrix(Experiment):
             return {"task": task, "method": method, "source": spec["source"],
                     "source_method": self.source_method(config, dataset, method), **metrics}
         if self.delegates(config, dataset):       # the source's protocol, with this method
-            return {**source.settings(config, dataset, method), **({"lambdas": spec["lambdas"]} if "lambdas" in spec else {}),
+            grid = spec.get("method_lambdas", {}).get(method, spec.get("lambdas"))
+            return {**source.settings(config, dataset, method), **({"lambdas": grid} if grid is not None else {}),
                     "task": task, "method": method, "protocol": spec["source"], **metrics,
                     "budget": dict(self.block(config)["budgets"].get(method, {}))}
         src = self._source_settings(config, dataset)

@@ -147,6 +147,13 @@ class Experiment:
         experiment's also takes ``checkpoint=<folder>``."""
         raise NotImplementedError
 
+    def time_job(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str,
+                 passes: int = 2) -> float:
+        """CPU seconds of one job on ``(dataset, method)``, extrapolated from a short timed fit on
+        split 0's ``inputs`` (``structpred runs estimate``; default: the table has no such hook)."""
+        raise ConfigError(f"{self.name} has no timing hook: `structpred runs estimate` prices its jobs "
+                          "from the archive only")
+
     def select(self, inputs: dict, settings: dict, *, seed: int, dataset: str, method: str) -> list[dict]:
         """The model-selection stage, run once per (dataset, method) before the splits by experiments
         whose jobs need a ``selection`` input (:attr:`needs`)."""

@@ -1,7 +1,8 @@
 """``structpred runs cost [--archive runs] [--by experiment|method|dataset]``: the CPU time the run
 archive recorded, summed (:func:`structpred.runs.archive.cost_table`);
 ``structpred runs verify [--sample N --seed S --experiment E --max-seconds T]``: sampled archived
-jobs rerun from raw data and compared (:func:`~structpred.runs.archive.verify`).
+jobs rerun from raw data and compared (:func:`~structpred.runs.archive.verify`);
+``structpred runs estimate --experiment E``: a table's CPU before it runs (:mod:`structpred.runs.estimate`).
 Registered by :func:`structpred.cli.build_parser`."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from structpred.report.cli import _load_config
 from structpred.runs import staleness_cli
 from structpred.report.archive_costs import job_costs
 from structpred.runs.archive import TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, load_config, sample_jobs, verify
+from structpred.runs.estimate import estimate
 from structpred.runs.makespan import makespan, tasks
 
 
@@ -53,6 +55,14 @@ def register(subparsers) -> None:
                        help="write each compared job's numerics record into the archive (identical: its rerun's "
                             "fingerprints; differs: marked not reproduced), read by `structpred runs status`")
     check.set_defaults(func=_verify)
+    price = sub.add_parser("estimate", help="a table's CPU before it runs: each (dataset, method) group's "
+                                            "recorded CPU, or one short timed fit extrapolated to its jobs")
+    price.add_argument("--experiment", required=True, help="the table (e.g. matrix)")
+    price.add_argument("--dataset", action="append", default=None, help="only this dataset's groups (repeatable)")
+    price.add_argument("--method", action="append", default=None, help="only this method's groups (repeatable)")
+    price.add_argument("--passes", type=int, default=2, help="passes of each timed fit (default: 2)")
+    price.add_argument("--archive", type=Path, default=Path("runs"), help="the run archive folder (default: runs)")
+    price.set_defaults(func=_estimate)
     staleness_cli.register(sub)
 
 
@@ -90,6 +100,23 @@ def _simulate(args) -> int:
         wall, held = longest.wall(n)
         print(f"{n:4d} cores: {end / 3600:7.2f} hours wall  (longest job {'/'.join(map(str, longest.key))}: "
               f"{wall / 3600:.2f} h on {held} core{'s' if held > 1 else ''}; CPU-hours / cores: {total / 3600 / n:.2f})")
+    return 0
+
+
+def _estimate(args) -> int:
+    if args.passes < 1:
+        raise ConfigError("--passes takes at least 1")
+    config = load_config(Path.cwd())
+    table = estimate(Path.cwd(), args.archive, args.experiment, config, datasets=args.dataset, methods=args.method,
+                     passes=args.passes, log=lambda line: print(line, flush=True))
+    shown = table.assign(seconds_per_job=table["seconds_per_job"].round(1), cpu_hours=table["cpu_hours"].round(2),
+                         left_cpu_hours=table["left_cpu_hours"].round(2))
+    print(shown.to_string(index=False))
+    for how, group in table.groupby(table["how"].str.split(":").str[0], sort=True):
+        print(f"{how}: {group['jobs'].sum()} jobs, {group['cpu_hours'].sum():.2f} CPU-hours")
+    print(f"total: {table['cpu_hours'].sum():.2f} CPU-hours over {table['jobs'].sum()} jobs; not archived yet: "
+          f"{table['left_cpu_hours'].sum():.2f} CPU-hours over {(table['jobs'] - table['archived']).clip(lower=0).sum()} "
+          "jobs (unpriced groups count 0)")
     return 0
 
 

@@ -43,7 +43,7 @@ from structpred.tables.job import JobSettings
 from structpred.tables.results import read_results
 from structpred.tables.seeding import int_seed
 from structpred.tables.significance import ALPHA, best_tests
-from structpred.tables.splits import load_split
+from structpred.tables.splits import load_split, split_part
 
 
 @dataclass(frozen=True)
@@ -268,6 +268,31 @@ class Matrix(Experiment):
         records, history = fit_lambda_grid(arrays, job, n_jobs=threads, cache=cache, fit=fit_cell)
         return records_to_rows(records, experiment=self.name, task=job.task, dataset=dataset, method=method,
                                split=split), history
+
+    def time_job(self, inputs, settings, *, seed, dataset, method, passes=2):
+        """CPU seconds of one job on M4N Table 1's split features (``structpred runs estimate``):
+        ``|grid| x n_passes / passes`` times the process CPU of a ``passes``-pass fit at the
+        grid's middle lambda, after a one-pass fit that compiles the kernels (QS: ``|grid|``
+        times one fit's).  The fits' scoring of the validation and test parts is timed with them."""
+        if "source" in settings or "protocol" in settings:
+            raise ConfigError(f"matrix: the {method} cell on {dataset} is not fitted on split features")
+        full = settings["budget"].get("n_passes")
+        if full is None and method != "QS":
+            raise ConfigError(f"matrix: {method}'s budget needs n_passes to be timed")
+        arrays, meta = load_split(inputs["features"])
+        parts = tuple(split_part(arrays, p) for p in ("train", "val", "test"))
+        lambdas = list(settings["lambdas"])
+
+        def cpu(n):
+            budget = settings["budget"] if method == "QS" else {**settings["budget"], "n_passes": n}
+            job = MatrixJob.from_settings({**settings, "budget": budget}, n_labels=int(meta["n_labels"]),
+                                          random_state=int_seed(seed, dataset, "order", 0))
+            start = time.process_time()
+            fit_cell(parts, job, lambdas[len(lambdas) // 2])
+            return time.process_time() - start
+
+        cpu(1)
+        return len(lambdas) * (cpu(passes) if method == "QS" else cpu(passes) * full / passes)
 
     def tests(self, selected, config):
         return best_tests(selected[selected["metric"] == "test_loss"])

@@ -198,3 +198,45 @@ def test_the_pair_sentences_count_wins_and_significant_ones():
                         "M3N lower on 1 (0 significantly).")
     assert lines[-1] == "QS is the best or not significantly worse on 1 of 3 datasets (t a)."
     assert len(lines) == 2            # no AGM, CRF, SGD or Casimir-SVRG cells: no sentence on them
+
+
+def test_a_cells_training_subsample_cuts_the_training_part_only(tmp_path):
+    """train_subsample: a documented share of each split's training examples (whole sequences on
+    OCR), seeded by dataset and split; the validation and test parts whole; only for cells fitted here."""
+    from structpred.errors import ConfigError
+    from structpred.papers.matrix.table import _training_split
+    from structpred.tables.splits import save_split, subsample_train
+
+    rng = np.random.default_rng(1)
+    plain = {"X_train": rng.normal(size=(40, 3)), "y_train": np.arange(40), "index_train": np.arange(40) + 100,
+             "X_val": np.zeros((5, 3)), "y_val": np.zeros(5, int), "X_test": np.ones((6, 3)), "y_test": np.ones(6, int)}
+    cut = subsample_train(plain, 0.25, np.random.default_rng(0))
+    assert len(cut["y_train"]) == 10 and np.all(np.diff(cut["y_train"]) > 0)           # kept in order
+    assert np.array_equal(cut["X_train"], plain["X_train"][cut["y_train"]])
+    assert np.array_equal(cut["index_train"], cut["y_train"] + 100) and cut["X_val"] is plain["X_val"]
+    offsets = np.array([0, 2, 5, 6, 10, 12])                 # 5 words of 2, 3, 1, 4, 2 letters
+    seq = {"X_train": np.arange(12.0)[:, None], "y_train": np.arange(12), "offsets_train": offsets,
+           "index_train": np.arange(5), "groups_train": np.array([0, 1, 0, 1, 0]), "X_val": np.zeros((1, 1))}
+    cut = subsample_train(seq, 0.6, np.random.default_rng(0))
+    words = cut["index_train"]
+    assert len(words) == 3 and np.array_equal(cut["groups_train"], seq["groups_train"][words])
+    assert cut["y_train"].tolist() == [i for w in words for i in range(offsets[w], offsets[w + 1])]
+    assert np.array_equal(np.diff(cut["offsets_train"]), np.diff(offsets)[words])
+    with pytest.raises(ConfigError, match="a fraction in"):
+        subsample_train(plain, 1.5, np.random.default_rng(0))
+    # the cell's settings carry it, its job file draws it by dataset and split
+    config = {**CONFIG, "matrix": {**CONFIG["matrix"], "tasks": {**CONFIG["matrix"]["tasks"], "mc": {
+        **CONFIG["matrix"]["tasks"]["mc"], "train_subsample": {"AGM": 0.5}}}}}
+    m = get("matrix")
+    assert m.settings(config, "iris", "AGM")["train_fraction"] == 0.5 and "train_fraction" not in m.settings(config, "iris", "SGD")
+    path = tmp_path / "split0.npz"
+    save_split(path, plain, {"n_labels": 3})
+    a, _ = _training_split(path, m.settings(config, "iris", "AGM"), 0, "iris", 3)
+    b, _ = _training_split(path, m.settings(config, "iris", "AGM"), 0, "iris", 3)
+    c, _ = _training_split(path, m.settings(config, "iris", "AGM"), 0, "iris", 4)
+    assert len(a["y_train"]) == 20 and np.array_equal(a["y_train"], b["y_train"]) and not np.array_equal(a["y_train"], c["y_train"])
+    assert len(_training_split(path, m.settings(config, "iris", "SGD"), 0, "iris", 3)[0]["y_train"]) == 40
+    bad = {**config, "matrix": {**config["matrix"], "tasks": {**config["matrix"]["tasks"], "mc": {
+        **config["matrix"]["tasks"]["mc"], "train_subsample": {"M3N": 0.5}}}}}
+    with pytest.raises(ConfigError, match="only a cell fitted here"):
+        m.settings(bad, "iris", "M3N")

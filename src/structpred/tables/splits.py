@@ -49,6 +49,26 @@ def _positions(offsets: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.nd
     return rows, np.r_[0, np.cumsum(lengths)].astype(np.int64)
 
 
+def subsample_train(split: dict[str, np.ndarray], fraction: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``split`` with its training part cut to ``round(fraction n)`` of its ``n`` examples (sequences
+    for a sequence split, their positions kept whole), drawn without replacement and kept in their
+    order; the validation and test parts as they are."""
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"a training subsample is a fraction in (0, 1], got {fraction}")
+    sequences = "offsets_train" in split
+    n = len(split["offsets_train"]) - 1 if sequences else len(split["y_train"])
+    keep = subsample_indices(n, max(2, int(round(fraction * n))), rng)
+    out = dict(split)
+    if sequences:
+        rows, out["offsets_train"] = _positions(split["offsets_train"], keep)
+        per_sequence = [k for k in ("index_train", "groups_train") if k in split]
+        out.update({k: split[k][keep] for k in per_sequence})
+        out.update({k: split[k][rows] for k in ("X_train", "y_train")})
+    else:
+        out.update({k: split[k][keep] for k in ("X_train", "y_train", "index_train") if k in split})
+    return out
+
+
 @dataclass(frozen=True)
 class SplitFeatures(JobSettings):
     """What defines a split's feature file (an experiment's ``feature_settings``, checked):

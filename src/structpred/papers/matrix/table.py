@@ -41,16 +41,18 @@ from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, save_figure
 from structpred.tables.fit_cache import FitCache
 from structpred.tables.job import JobSettings
 from structpred.tables.results import read_results
-from structpred.tables.seeding import int_seed
+from structpred.tables.seeding import int_seed, rng_for
 from structpred.tables.significance import ALPHA, best_tests
-from structpred.tables.splits import load_split, split_part
+from structpred.tables.splits import load_split, split_part, subsample_train
 
 
 @dataclass(frozen=True)
 class MatrixJob(JobSettings):
     """One fitted cell's settings: its task, method, the task loss (and output space options), the
     source table's lambda grid, the method family's ``budget`` (its estimator's keyword arguments),
-    the split's number of labels and the fits' seed."""
+    the split's number of labels and the fits' seed; ``train_fraction``: the share of each split's
+    training examples the cell is fitted on (a documented subsample where the full cell would blow
+    the matrix's budget; ``None``: all)."""
 
     task: str
     method: str
@@ -60,10 +62,22 @@ class MatrixJob(JobSettings):
     n_labels: int
     random_state: int
     space: dict | None = None
+    train_fraction: float | None = None
 
     def estimator(self, lam: float):
         space = make_space(self.loss, self.n_labels, **(self.space or {}))
         return estimator(self.method, space, lam, self.budget, self.random_state)
+
+
+def _training_split(path, settings: dict, seed: int, dataset: str, split: int) -> tuple[dict, dict]:
+    """A split's feature file, its training part cut to the cell's ``train_fraction`` (if any; the
+    draw seeded by the dataset and split, so every lambda and every method with that fraction sees
+    the same examples)."""
+    arrays, meta = load_split(path)
+    fraction = settings.get("train_fraction")
+    if fraction is not None:
+        arrays = subsample_train(arrays, fraction, rng_for(seed, dataset, "train_subsample", split))
+    return arrays, meta
 
 
 def fit_cell(parts, job: MatrixJob, lam: float, checkpoint=None) -> tuple[dict, pd.DataFrame]:
@@ -217,6 +231,10 @@ class Matrix(Experiment):
             raise ConfigError(f"matrix: task {task} (source {spec['source']}) needs metrics: which of the source's "
                               "rows are its test losses")
         metrics = {"metrics": list(spec["metrics"])} if self.delegates(config, dataset) else {}
+        if method in spec.get("train_subsample", {}) and (self.borrowed(config, dataset, method)
+                                                          or self.delegates(config, dataset)):
+            raise ConfigError(f"matrix: task {task}'s train_subsample of {method}: only a cell fitted here on "
+                              "split features takes a training subsample")
         if self.borrowed(config, dataset, method):
             return {"task": task, "method": method, "source": spec["source"],
                     "source_method": self.source_method(config, dataset, method), **metrics}
@@ -230,6 +248,8 @@ class Matrix(Experiment):
                "budget": dict(self.block(config)["budgets"].get(method, {}))}
         if src.get("space"):
             out["space"] = dict(src["space"])
+        if method in spec.get("train_subsample", {}):
+            out["train_fraction"] = float(spec["train_subsample"][method])
         return out
 
     def numeric_paths(self, config, dataset, method):
@@ -257,7 +277,7 @@ class Matrix(Experiment):
             rows, _ = source.run(inputs, settings, seed=seed, dataset=dataset, method=method, split=split, **resume)
             rows = per_metric_rows(pd.DataFrame(rows), settings["task"], method, settings["metrics"])
             return rows.to_dict("records"), None
-        arrays, meta = load_split(inputs["features"])
+        arrays, meta = _training_split(inputs["features"], settings, seed, dataset, split)
         job = MatrixJob.from_settings(settings, n_labels=int(meta["n_labels"]),
                                       random_state=int_seed(seed, dataset, "order", split))
         cache = None
@@ -279,7 +299,7 @@ class Matrix(Experiment):
         full = settings["budget"].get("n_passes")
         if full is None and method != "QS":
             raise ConfigError(f"matrix: {method}'s budget needs n_passes to be timed")
-        arrays, meta = load_split(inputs["features"])
+        arrays, meta = _training_split(inputs["features"], settings, seed, dataset, 0)
         parts = tuple(split_part(arrays, p) for p in ("train", "val", "test"))
         lambdas = list(settings["lambdas"])
 

@@ -24,6 +24,7 @@ table.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -44,6 +45,9 @@ from structpred.tables.results import read_results
 from structpred.tables.seeding import int_seed, rng_for
 from structpred.tables.significance import ALPHA, best_tests
 from structpred.tables.splits import load_split, split_part, subsample_train
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,11 @@ def _training_split(path, settings: dict, seed: int, dataset: str, split: int) -
     arrays, meta = load_split(path)
     fraction = settings.get("train_fraction")
     if fraction is not None:
+        full = arrays
         arrays = subsample_train(arrays, fraction, rng_for(seed, dataset, "train_subsample", split))
+        count = "offsets_train" if "offsets_train" in full else "y_train"
+        log.info("%s split %d: fitted on %d of %d training examples (train_subsample %g)", dataset, split,
+                 len(arrays[count]) - (count == "offsets_train"), len(full[count]) - (count == "offsets_train"), fraction)
     return arrays, meta
 
 

@@ -81,7 +81,17 @@ def test_each_group_is_recorded_measured_or_borrowed(tmp_path, split, monkeypatc
     assert out.loc["AGM", ["jobs", "archived", "seconds_per_job"]].tolist() == [n, 2, 200.0]
     assert out.loc["AGM", "left_cpu_hours"] == pytest.approx((n - 2) * 200 / 3600)
     assert out.loc["SGD", "cpu_hours"] == pytest.approx(n * 36 / 3600) and out.loc["M3N", "cpu_hours"] == 0
-    assert lines[-1] == f"matrix: iris SGD: {n} jobs, measured, 36.0 CPU-s a job"
+    # a borrowed group: the jobs it reads are m4n_table1's, whose recorded CPU it shows (NaN: not all archived)
+    assert np.isnan(out.loc["M3N", "source_cpu_hours"]) and np.isnan(out.loc["SGD", "source_cpu_hours"])
+    for k in range(n):
+        path = archive / "m4n_table1" / "iris" / "M3N" / f"split{k}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_csv(make_rows([{"experiment": "m4n_table1", "dataset": "iris", "method": "M3N", "split": k,
+                              "metric": "seconds", "value": 720.0, "selected": False}]), path)
+    out = estimate_module.estimate(tmp_path, archive, "matrix", CONFIG, datasets=["iris"], methods=["M3N"],
+                                   log=lines.append).set_index("method")
+    assert out.loc["M3N", "source_cpu_hours"] == pytest.approx(n * 0.2)
+    assert f"matrix: iris SGD: {n} jobs, measured, 36.0 CPU-s a job" in lines
     with pytest.raises(ConfigError, match="no configured jobs"):
         estimate_module.estimate(tmp_path, archive, "matrix", CONFIG, datasets=["nowhere"])
 
@@ -91,6 +101,6 @@ def test_the_command_prints_the_groups_and_the_total(tmp_path, monkeypatch, caps
     assert main(["runs", "estimate", "--experiment", "matrix", "--dataset", "iris", "--method", "M3N",
                  "--archive", str(tmp_path / "none")]) == 0
     out = capsys.readouterr().out
-    assert "borrowed: 5 jobs, 0.00 CPU-hours" in out and out.rstrip().splitlines()[-1].startswith("total: 0.00 CPU-hours over 5 jobs")
+    assert "borrowed: 5 jobs, 0.00 CPU-hours (the jobs they read: 0.00 CPU-hours recorded, 1 groups' not all archived)" in out and out.rstrip().splitlines()[-1].startswith("total: 0.00 CPU-hours over 5 jobs")
     assert main(["runs", "estimate", "--experiment", "matrix", "--passes", "0"]) == 2
     assert "--passes takes at least 1" in capsys.readouterr().err

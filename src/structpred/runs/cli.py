@@ -110,10 +110,15 @@ def _estimate(args) -> int:
     table = estimate(Path.cwd(), args.archive, args.experiment, config, datasets=args.dataset, methods=args.method,
                      passes=args.passes, log=lambda line: print(line, flush=True))
     shown = table.assign(seconds_per_job=table["seconds_per_job"].round(1), cpu_hours=table["cpu_hours"].round(2),
-                         left_cpu_hours=table["left_cpu_hours"].round(2))
+                         left_cpu_hours=table["left_cpu_hours"].round(2),
+                         source_cpu_hours=["" if pd.isna(h) else f"{h:.2f}" for h in table["source_cpu_hours"]])
     print(shown.to_string(index=False))
     for how, group in table.groupby(table["how"].str.split(":").str[0], sort=True):
-        print(f"{how}: {group['jobs'].sum()} jobs, {group['cpu_hours'].sum():.2f} CPU-hours")
+        read = group["source_cpu_hours"]
+        source = (f" (the jobs they read: {read.sum():.2f} CPU-hours recorded"
+                  + (f", {int(read.isna().sum())} groups' not all archived" if read.isna().any() else "") + ")"
+                  if how == "borrowed" else "")
+        print(f"{how}: {group['jobs'].sum()} jobs, {group['cpu_hours'].sum():.2f} CPU-hours{source}")
     print(f"total: {table['cpu_hours'].sum():.2f} CPU-hours over {table['jobs'].sum()} jobs; not archived yet: "
           f"{table['left_cpu_hours'].sum():.2f} CPU-hours over {(table['jobs'] - table['archived']).clip(lower=0).sum()} "
           "jobs (unpriced groups count 0)")

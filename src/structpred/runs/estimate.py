@@ -9,7 +9,8 @@ Each (dataset, method) group of the experiment's configured jobs is priced one w
   and extrapolates it to the job (the matrix: ``splits x |grid| x n_passes x`` the CPU of a pass),
   after the workflow builds the features (``--omit-from run_job select_model``);
 * **borrowed**: the cell is read from another table's runs (the matrix's M3N, CRF and M4N cells on
-  M4N Table 1's tasks): nothing to fit here; that table's own rerun is priced with it;
+  M4N Table 1's tasks): nothing to fit here; the jobs it reads are that table's to run, and their
+  recorded CPU is shown beside it (``source_cpu_hours``: NaN where one of them is not archived);
 * **unpriced**: neither (a job of a protocol with its own inputs and nothing archived yet).
 """
 
@@ -26,7 +27,8 @@ from structpred.papers.registry import get
 from structpred.report.archive_costs import job_costs
 from structpred.runs.archive import job_path, verify_commands
 
-COLUMNS = ["dataset", "method", "jobs", "archived", "how", "seconds_per_job", "cpu_hours", "left_cpu_hours"]
+COLUMNS = ["dataset", "method", "jobs", "archived", "how", "seconds_per_job", "cpu_hours", "left_cpu_hours",
+           "source_cpu_hours"]
 
 
 def _features(project: Path, experiment: str, dataset: str, method: str) -> Path:
@@ -47,21 +49,26 @@ def estimate(project, archive, experiment: str, config: dict, *, datasets=None, 
     its jobs, how it is priced (module docstring), the CPU seconds of one job and the group's
     CPU-hours.  ``datasets``, ``methods``: only these groups; ``passes``: of each timed fit."""
     project, exp = Path(project).resolve(), get(experiment)
-    groups: dict[tuple[str, str], int] = {}
-    for d, m, _ in exp.jobs(config):
+    groups: dict[tuple[str, str], list] = {}
+    for d, m, k in exp.jobs(config):
         if (not datasets or d in datasets) and (not methods or m in methods):
-            groups[(d, m)] = groups.get((d, m), 0) + 1
+            groups.setdefault((d, m), []).append(k)
     if not groups:
         raise ConfigError(f"{experiment}: no configured jobs on those datasets and methods")
     recorded = job_costs(archive) if Path(archive).is_dir() else pd.DataFrame(
-        columns=["experiment", "dataset", "method", "seconds"])
+        columns=["experiment", "dataset", "method", "split", "seconds"])
     mine = recorded[recorded["experiment"] == experiment].groupby(["dataset", "method"])["seconds"]
     means, archived = mine.mean(), mine.size()
+    every = recorded.set_index(["experiment", "dataset", "method", "split"])["seconds"]
     rows = []
-    for (d, m), n in groups.items():
+    for (d, m), splits in groups.items():
+        n, source = len(splits), np.nan
         seconds, how = means.get((d, m), np.nan), "recorded"
         if "runs" in exp.job_needs(config, d, m):
             how, seconds = "borrowed", 0.0
+            name = exp.runs_source(config, d, m)
+            source = sum(every.get((name, dd, mm, str(k if kk is None else kk)), np.nan)
+                         for k in splits for dd, mm, kk in exp.run_inputs(config, d, m)) / 3600
         elif np.isnan(seconds) and tuple(exp.job_needs(config, d, m)) == ("features",):
             features = _features(project, experiment, d, m)
             try:
@@ -75,5 +82,6 @@ def estimate(project, archive, experiment: str, config: dict, *, datasets=None, 
         done = int(archived.get((d, m), 0))
         log(f"{experiment}: {d} {m}: {n} jobs, {how}" + ("" if np.isnan(seconds) else f", {seconds:.1f} CPU-s a job"))
         rows.append({"dataset": d, "method": m, "jobs": n, "archived": done, "how": how, "seconds_per_job": seconds,
-                     "cpu_hours": n * seconds / 3600, "left_cpu_hours": max(n - done, 0) * seconds / 3600})
+                     "cpu_hours": n * seconds / 3600, "left_cpu_hours": max(n - done, 0) * seconds / 3600,
+                     "source_cpu_hours": source})
     return pd.DataFrame(rows, columns=COLUMNS)

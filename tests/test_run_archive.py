@@ -308,3 +308,27 @@ def test_a_rerun_past_its_timeout_is_stopped_and_reported_as_such(tmp_path):
     jobs = sample_jobs(root / "runs", 2, seed=0, experiments=["qs_robust"], max_seconds=15)   # CPU s, start-up included
     result = verify(root / "runs", jobs, root, timeout=0.5)
     assert list(result["status"]) == ["timeout", "timeout"] and "not finished within 0.5 s" in result["detail"].iloc[0]
+
+
+def test_a_jobs_commit_is_not_dirty_for_the_archive_a_rerun_writes(tmp_path):
+    """`runs rerun` archives into the worktree it runs in, chunk by chunk: the later chunks' jobs ran
+    the committed code, and their records say so; a change to code still marks them "+dirty"."""
+    import subprocess
+
+    from structpred.runs.archive import job_commit
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    for name in ("runs/e/d/m/split0.csv", "reports/t.csv", "code.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("a\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    clean = job_commit(tmp_path)
+    (tmp_path / "runs/e/d/m/split0.csv").write_text("b\n")
+    (tmp_path / "reports/t.csv").write_text("b\n")
+    assert job_commit(tmp_path) == clean and not clean.endswith("+dirty") and len(clean) == 40
+    (tmp_path / "code.py").write_text("b\n")
+    assert job_commit(tmp_path) == clean + "+dirty"

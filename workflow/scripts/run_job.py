@@ -5,9 +5,8 @@ import pandas as pd
 from structpred.runs.numerics import write_record
 from structpred.papers.registry import get
 from structpred.tables.results import make_rows, write_csv
-from structpred.runs.archive import cpu_model, result_digest
+from structpred.runs.archive import cpu_model, job_commit, result_digest
 from structpred.runs.job_cpu import process_tree_cpu_seconds
-from structpred.report.provenance import git_commit
 from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
@@ -33,5 +32,5 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     runs = dict(snakemake.input).get("runs", [])  # noqa: F821
     inputs = {f.removeprefix("results/"): result_digest(f) for f in ([runs] if isinstance(runs, str) else runs)}
     write_record(snakemake.output.rows, spec.numeric_paths(snakemake.config, wc.dataset, wc.method),  # noqa: F821
-                 git_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed, inputs=inputs,
+                 job_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed, inputs=inputs,
                  settings=snakemake.params.settings)  # noqa: F821

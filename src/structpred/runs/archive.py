@@ -39,6 +39,16 @@ from structpred.workflow import project_copy
 
 LEVELS = ("experiment", "method", "dataset")
 
+#: what no job reads: the run archive (a rerun archives into it chunk by chunk) and the rendered
+#: report; a job's commit is not "+dirty" for changes there (:func:`job_commit`)
+NOT_READ_BY_JOBS = ("runs", "reports")
+
+
+def job_commit(project=".") -> str:
+    """The commit a job in ``project`` runs at (:func:`~structpred.report.provenance.git_commit`),
+    "+dirty" only for uncommitted changes a job can read: not for :data:`NOT_READ_BY_JOBS`."""
+    return git_commit(project, ignore=[Path(project).resolve() / p for p in NOT_READ_BY_JOBS])
+
 
 def cpu_model() -> str:
     """The processor's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere)."""
@@ -292,7 +302,7 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
         log(f"reusing {len(reuse)} archived upstream files, recomputing {len(redo)} upstream outputs")
     targets = [f"results/{job_path(r.experiment, r.dataset, r.method, r.split)}" for r in jobs.itertuples()]
     prepare, run = verify_commands(targets, cores, configfile)
-    commit = git_commit(project)   # the code the rerun runs: the project as copied now
+    commit = job_commit(project)   # the code the rerun runs: the project as copied now
     with tempfile.TemporaryDirectory(prefix="structpred-verify-") as tmp:
         project_copy(project, tmp, exclude=("runs/", "results/", "reports/"))
         proc, stopped = _run_until(prepare, tmp, deadline)

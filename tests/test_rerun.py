@@ -78,7 +78,7 @@ def test_a_rerun_reads_other_experiments_fresh_archived_jobs_rather_than_recompu
                                  fresh) == []
 
 
-def test_an_unknown_dataset_or_method_is_one_line_and_exit_2(capsys, monkeypatch):
+def test_an_unknown_dataset_method_or_split_is_one_line_and_exit_2(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert main(["runs", "rerun", "--experiment", "matrix", "--dataset", "ck", "--dataset", "nowhere"]) == 2
     err = capsys.readouterr().err
@@ -86,9 +86,12 @@ def test_an_unknown_dataset_or_method_is_one_line_and_exit_2(capsys, monkeypatch
     assert main(["runs", "rerun", "--experiment", "casimir_ner_heldout", "--method", "QS", "--method", "BCFW"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "casimir_ner_heldout has no method BCFW" in err
+    assert main(["runs", "rerun", "--experiment", "casimir_ner_heldout", "--split", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "casimir_ner_heldout has no split 3; its splits: 0" in err
 
 
-def test_a_rerun_takes_the_datasets_and_methods_asked_in_the_order_given():
+def test_a_rerun_takes_the_datasets_methods_and_splits_asked_in_the_order_given():
     paths = [f"e/{d}/{m}/split{k}.csv" for d in ("a", "b") for m in ("M3N", "QS", "SGD") for k in (0, 1)]
     assert rerun.select_jobs(paths) == paths
     assert rerun.select_jobs(paths, datasets=["b"]) == paths[6:]
@@ -96,3 +99,6 @@ def test_a_rerun_takes_the_datasets_and_methods_asked_in_the_order_given():
         "e/a/SGD/split0.csv", "e/a/SGD/split1.csv", "e/b/SGD/split0.csv", "e/b/SGD/split1.csv",
         "e/a/QS/split0.csv", "e/a/QS/split1.csv", "e/b/QS/split0.csv", "e/b/QS/split1.csv"]
     assert rerun.select_jobs(paths, datasets=["a"], methods=["M3N"]) == ["e/a/M3N/split0.csv", "e/a/M3N/split1.csv"]
+    assert rerun.select_jobs(paths, datasets=["a"], splits=[1]) == ["e/a/M3N/split1.csv", "e/a/QS/split1.csv",
+                                                                    "e/a/SGD/split1.csv"]
+    assert rerun.select_jobs(paths, methods=["QS"], splits=[0, 7]) == ["e/a/QS/split0.csv", "e/b/QS/split0.csv"]

@@ -64,10 +64,11 @@ def archive_job(results: Path, archive: Path, path: str) -> bool:
     return True
 
 
-def select_jobs(paths: list[str], datasets=None, methods=None) -> list[str]:
-    """The job paths (``experiment/dataset/method/split<k>.csv``) on ``datasets`` and of ``methods``
-    (``None``: all), those of ``methods`` in its order, each method's in the given order."""
-    paths = [p for p in paths if not datasets or p.split("/")[1] in datasets]
+def select_jobs(paths: list[str], datasets=None, methods=None, splits=None) -> list[str]:
+    """The job paths (``experiment/dataset/method/split<k>.csv``) on ``datasets``, of ``methods``
+    and on ``splits`` (``None``: all), those of ``methods`` in its order, each method's in the given order."""
+    paths = [p for p in paths if (not datasets or p.split("/")[1] in datasets)
+             and (splits is None or int(p.split("/")[3].removeprefix("split").removesuffix(".csv")) in splits)]
     return [p for m in methods for p in paths if p.split("/")[2] == m] if methods else paths
 
 
@@ -84,16 +85,17 @@ def archived_inputs(part: list[str], experiment: str, config: dict, results: Pat
 
 
 def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, chunk: int = 20,
-          hours: float | None = None, datasets=None, methods=None, log=print) -> tuple[int, int]:
+          hours: float | None = None, datasets=None, methods=None, splits=None, log=print) -> tuple[int, int]:
     """Rerun the pending jobs of ``experiment`` in ``project`` (its ``results/``), ``chunk`` jobs
     per Snakemake call, archiving each chunk's finished jobs as it ends; stop starting chunks after
     ``hours`` (the chunk running then is stopped at that time and its finished jobs archived).
     ``datasets``: only the jobs on these (e.g. one column of the matrix); ``methods``: only the jobs
-    of these, in this order (e.g. the cheap ones first).
+    of these, in this order (e.g. the cheap ones first); ``splits``: only the jobs on these splits
+    (e.g. the first five, which the matrix borrows from ``m4n_table1``).
     Returns (jobs archived, jobs pending at the start)."""
     project, archive = Path(project).resolve(), Path(archive).resolve()
     fresh = fresh_jobs(archive, config)   # once: a rerun archives only its own experiment's jobs
-    pending = select_jobs(pending_jobs(experiment, config, fresh), datasets, methods)
+    pending = select_jobs(pending_jobs(experiment, config, fresh), datasets, methods, splits)
     deadline = None if hours is None else time.monotonic() + 3600 * hours
     log(f"{experiment}: {len(pending)} jobs to rerun (not fresh here or not archived)")
     exp = get(experiment)

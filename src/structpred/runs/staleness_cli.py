@@ -48,6 +48,9 @@ def register(sub) -> None:
     again.add_argument("--method", action="append", default=None,
                        help="only the jobs of this method (repeat for more: they run in the order given, e.g. the "
                             "cheap ones first)")
+    again.add_argument("--split", action="append", type=int, default=None,
+                       help="only the jobs on this split (repeat for more; e.g. 0 to 4, the splits the matrix "
+                            "borrows from m4n_table1)")
     again.set_defaults(func=_rerun)
 
 
@@ -82,14 +85,15 @@ def _rerun(args) -> int:
         return 2
     jobs = get(args.experiment).jobs(config)
     for what, given, known in (("dataset", args.dataset, {d for d, _, _ in jobs}),
-                               ("method", args.method, {m for _, m, _ in jobs})):
+                               ("method", args.method, {m for _, m, _ in jobs}),
+                               ("split", args.split, {k for _, _, k in jobs})):
         if given and set(given) - known:
-            print(f"structpred: {args.experiment} has no {what} {', '.join(sorted(set(given) - known))}; "
-                  f"its {what}s: {', '.join(sorted(known))}", file=sys.stderr)
+            print(f"structpred: {args.experiment} has no {what} {', '.join(map(str, sorted(set(given) - known)))}; "
+                  f"its {what}s: {', '.join(map(str, sorted(known)))}", file=sys.stderr)
             return 2
     done, pending = rerun.rerun(Path.cwd(), args.archive, args.experiment, config, cores=args.cores,
                                 chunk=args.chunk, hours=args.hours, datasets=args.dataset, methods=args.method,
-                                log=lambda line: print(line, file=sys.stderr))
+                                splits=args.split, log=lambda line: print(line, file=sys.stderr))
     print(f"{args.experiment}: {done} of {pending} pending jobs rerun and archived; "
           "then `structpred runs status --write` and `structpred report rerender`")
     return 0 if done == pending else 1

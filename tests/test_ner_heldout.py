@@ -88,3 +88,30 @@ def test_the_paper_config_and_the_matrix_reads_every_cell():
     assert matrix.grids(CONFIG, "conll2003:token_error", "M4N") == {"lam": CONFIG["casimir_ner_heldout"]["lambdas"]}
     with pytest.raises(ConfigError, match="unknown casimir_ner_heldout method 'SSVM'"):
         HeldOutJob.from_settings({**_settings("M3N"), "method": "SSVM"})
+
+
+def test_a_widened_grid_fits_only_its_new_lambdas(toy_view, tmp_path, monkeypatch):
+    """The fit cache is keyed without the grid: a fit at one lambda does not depend on the others."""
+    _, _, inputs = toy_view
+    exp, fitted = get("casimir_ner_heldout"), []
+    fit = ner_heldout.fit_lambda
+    monkeypatch.setattr(ner_heldout, "fit_lambda", lambda parts, tags, job, lam, *a, **k: (
+        fitted.append(lam), fit(parts, tags, job, lam, *a, **k))[1])
+    first, _ = exp.run(inputs, _settings("SGD"), seed=0, dataset="conll2003", method="SGD", split=0,
+                       checkpoint=tmp_path / "fits")
+    wide, _ = exp.run(inputs, _settings("SGD", (1.0, 0.01, 1e-4)), seed=0, dataset="conll2003", method="SGD",
+                      split=0, checkpoint=tmp_path / "fits")
+    assert fitted == [1.0, 0.01, 1e-4]
+    val = pd.DataFrame(wide).query("metric == 'val_loss'")
+    assert list(val["lam"]) == [1.0, 0.01, 1e-4]
+    assert val["value"].iloc[:2].tolist() == pd.DataFrame(first).query("metric == 'val_loss'")["value"].tolist()
+
+
+def test_a_method_takes_its_own_grid_from_method_lambdas():
+    exp, block = get("casimir_ner_heldout"), CONFIG["casimir_ner_heldout"]
+    for method in block["methods"]:
+        grid = exp.settings(CONFIG, "conll2003", method)["lambdas"]
+        assert grid == block.get("method_lambdas", {}).get(method, block["lambdas"])
+    config = {**CONFIG, "casimir_ner_heldout": {**block, "method_lambdas": {"SGD": [1.0, 0.1]}}}
+    assert exp.settings(config, "conll2003", "SGD")["lambdas"] == [1.0, 0.1]
+    assert exp.settings(config, "conll2003", "CRF")["lambdas"] == block["lambdas"]

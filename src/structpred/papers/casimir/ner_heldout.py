@@ -8,7 +8,8 @@ chain; each method (:func:`structpred.papers.matrix.methods.estimator`: M3N by B
 SDCA, M4N by GBCFW with the max-min oracle, AGM's game by AdaGrad, SGD and Casimir-SVRG on the
 hinge, QS's kernel ridge weights on the hashed window ids with the loss trick) is fit on
 ``eng.train`` with its ``budget`` (``n_passes`` for every method, plus the block's
-``budgets`` of a method: M4N's oracle iterations, QS's kernel; QS has no passes) at each lambda of the grid, lambda chosen by the
+``budgets`` of a method: M4N's oracle iterations, QS's kernel; QS has no passes) at each lambda of the grid
+(``lambdas``, or the method's own in ``method_lambdas``), lambda chosen by the
 lowest mean token error on ``testa`` (ties: the first), and scored on ``testb``.
 
 Rows: one ``token_error`` row per ``testb`` sentence (its fraction of wrongly tagged tokens),
@@ -117,7 +118,7 @@ class NerHeldOut(Experiment):
 
     def settings(self, config, dataset, method):
         s = self.block(config)
-        return {"method": method, "lambdas": list(s["lambdas"]),
+        return {"method": method, "lambdas": list((s.get("method_lambdas") or {}).get(method, s["lambdas"])),
                 "budget": {**({} if method == "QS" else {"n_passes": s["n_passes"]}),
                            **(s.get("budgets") or {}).get(method, {})},
                 "word_threshold": config["casimir_ner"]["word_threshold"], "subsample": s.get("subsample")}
@@ -133,8 +134,11 @@ class NerHeldOut(Experiment):
         job = HeldOutJob.from_settings(settings)
         parts, tags = load_parts(inputs["view"], job.word_threshold, job.subsample)
         fit_seed = int_seed(seed, self.name, method)
+        # a fit at one lambda does not depend on the rest of the grid (each starts from the same seed):
+        # keyed without it, a widened grid fits only its new lambdas
+        fit_settings = {k: v for k, v in settings.items() if k != "lambdas"}
         cache = None if checkpoint is None else FitCache(
-            checkpoint, {"experiment": self.name, "seed": seed, "settings": settings}, [inputs["view"]])
+            checkpoint, {"experiment": self.name, "seed": seed, "settings": fit_settings}, [inputs["view"]])
         records, histories = [], []
         for lam in job.lambdas:
             kept = None if cache is None else cache.load(lam)

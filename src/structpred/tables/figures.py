@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import math
 
+import importlib
+
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator  # noqa: E402
 
@@ -36,9 +37,16 @@ MIN_FONT_PT = 8.0
 #: the widest figure in inches, room left for the tight bounding box's margins
 MAX_WIDTH_IN = 10.2
 
-plt.rcParams.update({"font.size": 9.5, "axes.titlesize": 10, "axes.labelsize": 9.5, "xtick.labelsize": 9,
+matplotlib.rcParams.update({"font.size": 9.5, "axes.titlesize": 10, "axes.labelsize": 9.5, "xtick.labelsize": 9,
                      "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 10.5,
                      "legend.title_fontsize": 9})
+
+
+def subplots(*args, **kwargs):
+    """``matplotlib.pyplot.subplots`` (the house style above applies), pyplot imported on the first
+    figure: a job that only fits, as most workflow jobs do, never pays its import (about 0.3 s of
+    the 2 to 3 s a job process spends starting up, measured 2026-11-29)."""
+    return importlib.import_module("matplotlib.pyplot").subplots(*args, **kwargs)
 
 
 def _readable(fig) -> None:
@@ -58,7 +66,7 @@ def save_figure(fig, path) -> None:
         fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight", metadata=PNG_METADATA)
         with open(tmp, "rb") as f:
             head = f.read(24)
-    plt.close(fig)
+    importlib.import_module("matplotlib.pyplot").close(fig)
     width = int.from_bytes(head[16:20], "big") if head[:4] == b"\x89PNG" else 0
     if width > MAX_WIDTH_PX:
         log.warning("%s is %d pixels wide, more than the %d the report shows unscaled", path, width, MAX_WIDTH_PX)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from structpred.tables.cells import cell
-from structpred.tables.figures import method_colour, save_figure
+from structpred.tables.figures import method_colour, save_figure, subplots
 from structpred.tables.significance import BEST_COLUMNS, best_tests
 
 
@@ -55,7 +54,7 @@ def figure_by(table: pd.DataFrame, path, *, panel: str, column: str, title: str,
     cols = min(ncols, len(panels))
     nrows = -(-len(panels) // cols)
     width = max(3.6, 0.45 * data[column].nunique() + 1.6)
-    fig, axes = plt.subplots(nrows, cols, figsize=(width * cols, 3.4 * nrows), squeeze=False)
+    fig, axes = subplots(nrows, cols, figsize=(width * cols, 3.4 * nrows), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     for ax, name in zip(axes.flat, panels):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.tables.figures import legend_outside, method_colour, paper_marker, save_figure
+from structpred.tables.figures import legend_outside, method_colour, paper_marker, save_figure, subplots
 from structpred.tables.cells import bold_of, cell, convergence_note, fmt, paper_note
 
 #: AGM Table 1's losses in the paper's row order: metric -> label
@@ -89,7 +88,7 @@ def emotion_figure(table: pd.DataFrame, path) -> None:
     data = table[table["metric"].isin(losses)]
     present = list(dict.fromkeys(data["method"]))
     methods = [m for m in EMOTION_METHODS if m in present] + [m for m in present if m not in EMOTION_METHODS]
-    fig, ax = plt.subplots(figsize=(9.2, 4), layout="constrained")
+    fig, ax = subplots(figsize=(9.2, 4), layout="constrained")
     width = 0.8 / max(len(methods), 1)
     for j, method in enumerate(methods):
         rows = data[data["method"] == method].drop_duplicates("metric").set_index("metric").reindex(losses)

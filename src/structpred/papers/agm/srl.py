@@ -38,7 +38,7 @@ from structpred.outputs import Tree
 from structpred.papers.agm.emotion import MATRIX_METHODS, method_estimator
 from structpred.papers.qs.report import metric_bars, render_grid
 from structpred.papers.registry import Experiment, register
-from structpred.tables.figures import legend_outside, save_figure
+from structpred.tables.figures import legend_outside, save_figure, subplots
 from structpred.tables.fit_cache import FitCache
 from structpred.tables.results import select_first_min
 from structpred.tables.seeding import int_seed, rng_for
@@ -298,10 +298,9 @@ def render_spread(table: pd.DataFrame) -> str:
 def orders_figure(loss, path) -> None:
     """Each method's tree loss per class order (points, joined by order) and its mean over orders;
     the legend beside the axes, never over a point."""
-    import matplotlib.pyplot as plt
 
     methods = list(dict.fromkeys(loss["method"]))
-    fig, ax = plt.subplots(figsize=(1.5 * len(methods) + 2.2, 3.4), layout="constrained")
+    fig, ax = subplots(figsize=(1.5 * len(methods) + 2.2, 3.4), layout="constrained")
     for order, part in loss.groupby("dataset", sort=False):
         part = part.set_index("method").reindex(methods)
         ax.plot(range(len(methods)), part["mean"], marker="o", lw=0.8, alpha=0.7, label=str(order))

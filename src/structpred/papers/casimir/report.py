@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from structpred.papers.casimir.names import METHODS, NER_MEASURES, c_label
-from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, log_ticks, method_colour, save_figure
+from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, log_ticks, method_colour, save_figure, subplots
 from structpred.tables.cells import fmt
 
 RUN = ["figure", "c", "method", "variant"]
@@ -88,7 +87,7 @@ def summary_figure(table: pd.DataFrame, path) -> None:
     (they differ in the second decimal), the objective's starts at 0."""
     figures = list(dict.fromkeys(table["figure"]))
     heights = [0.23 * len(_runs(table[table["figure"] == f])) + 0.75 for f in figures]
-    fig, axes = plt.subplots(len(figures), 2, figsize=(MAX_WIDTH_IN, sum(heights)), squeeze=False,
+    fig, axes = subplots(len(figures), 2, figsize=(MAX_WIDTH_IN, sum(heights)), squeeze=False,
                              layout="constrained", gridspec_kw={"height_ratios": heights})
     for row, figure in zip(axes, figures):
         part = table[table["figure"] == figure]
@@ -150,7 +149,7 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
     numbers to plot beside ours."""
     part = curves[curves["figure"] == panel].assign(variant=lambda f: f["variant"].map(_variant))
     cs = sorted(dict.fromkeys(part["c"]), key=lambda c: -float(c))
-    fig, axes = plt.subplots(max(len(cs), 1), 2, figsize=(MAX_WIDTH_IN, 2.6 * max(len(cs), 1) + 0.5),
+    fig, axes = subplots(max(len(cs), 1), 2, figsize=(MAX_WIDTH_IN, 2.6 * max(len(cs), 1) + 0.5),
                              squeeze=False, layout="constrained")
     for row, c in zip(axes, cs):
         sub = part[part["c"] == c]

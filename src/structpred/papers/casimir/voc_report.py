@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from structpred.papers.casimir.names import METHODS, VOC_MEASURES
 from structpred.papers.casimir.report import band
-from structpred.tables.figures import method_colour, save_figure
+from structpred.tables.figures import method_colour, save_figure, subplots
 from structpred.tables.cells import fmt
 
 #: a run of the curve table: the devkit (voc2007 or synthetic), the class, the method
@@ -61,7 +60,7 @@ def render_table(table: pd.DataFrame) -> str:
 def summary_figure(table: pd.DataFrame, path) -> None:
     """Bars of the final train objective and held-out CorLoc of each class's methods."""
     classes = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(len(classes), 2, figsize=(11, 2.8 * len(classes)), squeeze=False)
+    fig, axes = subplots(len(classes), 2, figsize=(11, 2.8 * len(classes)), squeeze=False)
     tag = " (synthetic data)" if _synthetic(table) else ""
     for row, cls in zip(axes, classes):
         part = table[table["dataset"] == cls]
@@ -101,7 +100,7 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
     part = curves[curves["dataset"] == panel]
     tag = " (synthetic data)" if (part["data"] != "voc2007").any() else ""
     figure, _, cls = panel.partition("_") if panel.startswith("fig") else ("fig3", "", panel)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    fig, axes = subplots(1, 3, figsize=(15, 3.6))
     for ax, (measure, label) in zip(axes, PANELS):
         for i, method in enumerate(_methods(part)):
             band(ax, part[(part["method"] == method) & (part["measure"] == measure)], method, method_colour(method, i))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
+import matplotlib
 import numpy as np
 import pandas as pd
 
-from structpred.tables.figures import save_figure
+from structpred.tables.figures import save_figure, subplots
 
 
 def render_audit(table: pd.DataFrame, tests: pd.DataFrame) -> str:
@@ -34,12 +34,12 @@ def render_audit(table: pd.DataFrame, tests: pd.DataFrame) -> str:
 def audit_figure(table: pd.DataFrame, path) -> None:
     """Data audit: class fractions of every labelled dataset, one stacked bar each."""
     counts = table[(table["metric"] == "k") & table["detail"].astype(str).str.startswith("counts=")]
-    fig, ax = plt.subplots(figsize=(7, 0.32 * max(len(counts), 3) + 1))
+    fig, ax = subplots(figsize=(7, 0.32 * max(len(counts), 3) + 1))
     for i, (_, row) in enumerate(counts.iterrows()):
         balance = np.array(row["detail"].split(";")[0].removeprefix("counts=").split("/"), float)
         frac = balance / balance.sum()
         ax.barh(i, frac, left=np.concatenate([[0], np.cumsum(frac)[:-1]]),
-                color=plt.cm.tab20(np.arange(len(frac)) % 20), edgecolor="white", linewidth=0.5)
+                color=matplotlib.colormaps["tab20"](np.arange(len(frac)) % 20), edgecolor="white", linewidth=0.5)
     ax.set_yticks(np.arange(len(counts)), counts["dataset"])
     ax.invert_yaxis()   # the table's order, top down
     ax.set_xlabel("fraction of examples (labels) per class")

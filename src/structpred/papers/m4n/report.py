@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from structpred.errors import ConfigError
-from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, log_ticks, method_colour, paper_marker, save_figure
+from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, log_ticks, method_colour, paper_marker, save_figure, subplots
 from structpred.tables.cells import cell, convergence_note, fmt
 
 
@@ -127,7 +126,7 @@ def losses_figure(table: pd.DataFrame, path) -> None:
     tasks = list(dict.fromkeys(data["task"]))
     cols = min(2, len(tasks))
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(MAX_WIDTH_IN if cols > 1 else 5.6, 3.0 * rows + 0.4),
+    fig, axes = subplots(rows, cols, figsize=(MAX_WIDTH_IN if cols > 1 else 5.6, 3.0 * rows + 0.4),
                              squeeze=False, layout="constrained")
     for ax, task in zip(axes.flat, tasks):
         part = data[data["task"] == task]
@@ -154,7 +153,7 @@ def warm_start_figure(table: pd.DataFrame, path, configurations: dict[str, tuple
     std over splits), the paper's values as open diamonds on a dotted line; one legend above."""
     rows = _with_k_and_start(table, configurations)
     datasets = list(dict.fromkeys(rows["dataset"]))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(min(4.4 * len(datasets), MAX_WIDTH_IN), 5.8),
+    fig, axes = subplots(2, len(datasets), figsize=(min(4.4 * len(datasets), MAX_WIDTH_IN), 5.8),
                              squeeze=False, layout="constrained")
     ks = sorted(rows["K"].unique())
     for j, dataset in enumerate(datasets):

@@ -28,7 +28,6 @@ import logging
 import time
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -38,7 +37,7 @@ from structpred.papers.m4n.tables import fit_lambda_grid, records_to_rows
 from structpred.papers.matrix.methods import METHODS, estimator, why_impossible
 from structpred.papers.registry import Experiment, get, register
 from structpred.tables.cells import bold_of, cell
-from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, save_figure
+from structpred.tables.figures import MAX_WIDTH_IN, legend_outside, save_figure, subplots
 from structpred.tables.fit_cache import FitCache
 from structpred.tables.job import JobSettings
 from structpred.tables.results import read_results
@@ -495,7 +494,7 @@ def matrix_figure(table: pd.DataFrame, tests: pd.DataFrame, path, methods) -> No
              for (t, m), part in data.groupby(["task", "method"], sort=False)}
     tasks = list(dict.fromkeys(rel["task"]))
     top = min(EXCESS_CAP, max(1.0, float(np.nanmax(100 * (rel["relative"] - 1))) if len(rel) else 1.0))
-    fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 3.2), layout="constrained")
+    fig, ax = subplots(figsize=(MAX_WIDTH_IN, 3.2), layout="constrained")
     width = 0.8 / max(len(methods), 1)
     for i, m in enumerate(methods):
         part = rel[rel["method"] == m].set_index("task").reindex(tasks)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import html
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from structpred.tables.figures import legend_outside, log_ticks, method_colour, method_colours, paper_marker, save_figure
+from structpred.tables.figures import legend_outside, log_ticks, method_colour, method_colours, paper_marker, save_figure, subplots
 from structpred.tables.cells import bold_of, cell
 
 
@@ -46,7 +45,7 @@ def robust_figure(table: pd.DataFrame, path) -> None:
     values as open diamonds on a dashed line of the method's colour; the legend beside."""
     data = table[table["metric"] == "test_error"].copy()
     data["n"] = data["dataset"].str.removeprefix("n").astype(int)
-    fig, ax = plt.subplots(figsize=(6.4, 3.9), layout="constrained")
+    fig, ax = subplots(figsize=(6.4, 3.9), layout="constrained")
     for j, (method, part) in enumerate(data.groupby("method", sort=False)):
         part = part.sort_values("n")
         colour = method_colour(method, j)
@@ -70,7 +69,7 @@ def metric_bars(table: pd.DataFrame, path, *, title: str) -> None:
     """One panel per metric: a bar per method (mean ± std over splits), the paper's value as an
     open diamond; the legend below."""
     metrics = list(dict.fromkeys(table["metric"]))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(min(2.9 * len(metrics) + 0.6, 10.2), 3.4), squeeze=False,
+    fig, axes = subplots(1, len(metrics), figsize=(min(2.9 * len(metrics) + 0.6, 10.2), 3.4), squeeze=False,
                              layout="constrained")
     for ax, metric in zip(axes[0], metrics):
         part = table[table["metric"] == metric]
@@ -94,7 +93,7 @@ def digit_grid(digits: pd.DataFrame, path, side: int = 16) -> None:
     lower = digits[[f"p{j}" for j in range(half)]].to_numpy()
     kinds = list(dict.fromkeys(digits["kind"]))
     n = int(digits["image"].max()) + 1
-    fig, axes = plt.subplots(len(kinds), n, figsize=(0.9 * n, 1.0 * len(kinds)), squeeze=False)
+    fig, axes = subplots(len(kinds), n, figsize=(0.9 * n, 1.0 * len(kinds)), squeeze=False)
     for r, kind in enumerate(kinds):
         for i, image in enumerate(np.flatnonzero((digits["kind"] == kind).to_numpy())):
             low = lower[image] / max(lower[image].max(), 1e-300)

@@ -218,7 +218,8 @@ class SemanticRoleLabelling(Experiment):
             "(not in the paper)."))
 
     def figure(self, table, path, config):
-        metric_bars(table, path, title="CoNLL-2005 SRL (section 23): ordinal loss on the pruned trees")
+        metric_bars(table, path, spread="sem", title="CoNLL-2005 SRL (section 23): ordinal loss on the pruned trees "
+                                                     "(± standard error over propositions)")
 
     def tests(self, selected, config):
         return best_tests(selected[selected["metric"] == "tree_loss"])

@@ -172,4 +172,5 @@ class NerHeldOut(Experiment):
             "(one value, higher is better). Each method's lambda chosen on testa's token error."))
 
     def figure(self, table, path, config):
-        metric_bars(table, path, title="CoNLL-2003 NER (testb), each method at its testa lambda")
+        metric_bars(table, path, spread="sem",
+                    title="CoNLL-2003 NER (testb), each method at its testa lambda (± standard error over sentences)")

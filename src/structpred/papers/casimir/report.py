@@ -88,7 +88,7 @@ def summary_figure(table: pd.DataFrame, path) -> None:
     figures = list(dict.fromkeys(table["figure"]))
     heights = [0.23 * len(_runs(table[table["figure"] == f])) + 0.75 for f in figures]
     fig, axes = subplots(len(figures), 2, figsize=(MAX_WIDTH_IN, sum(heights)), squeeze=False,
-                             layout="constrained", gridspec_kw={"height_ratios": heights})
+                         layout="constrained", gridspec_kw={"height_ratios": heights})
     for row, figure in zip(axes, figures):
         part = table[table["figure"] == figure]
         runs = _runs(part)
@@ -150,7 +150,7 @@ def curve_figure(panel: str, curves: pd.DataFrame, path) -> None:
     part = curves[curves["figure"] == panel].assign(variant=lambda f: f["variant"].map(_variant))
     cs = sorted(dict.fromkeys(part["c"]), key=lambda c: -float(c))
     fig, axes = subplots(max(len(cs), 1), 2, figsize=(MAX_WIDTH_IN, 2.6 * max(len(cs), 1) + 0.5),
-                             squeeze=False, layout="constrained")
+                         squeeze=False, layout="constrained")
     for row, c in zip(axes, cs):
         sub = part[part["c"] == c]
         for ax, measure, label in ((row[0], "train_objective", "train objective"),

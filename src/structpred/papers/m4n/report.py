@@ -127,7 +127,7 @@ def losses_figure(table: pd.DataFrame, path) -> None:
     cols = min(2, len(tasks))
     rows = -(-len(tasks) // cols)
     fig, axes = subplots(rows, cols, figsize=(MAX_WIDTH_IN if cols > 1 else 5.6, 3.0 * rows + 0.4),
-                             squeeze=False, layout="constrained")
+                         squeeze=False, layout="constrained")
     for ax, task in zip(axes.flat, tasks):
         part = data[data["task"] == task]
         datasets, methods = list(dict.fromkeys(part["dataset"])), list(dict.fromkeys(part["method"]))
@@ -154,7 +154,7 @@ def warm_start_figure(table: pd.DataFrame, path, configurations: dict[str, tuple
     rows = _with_k_and_start(table, configurations)
     datasets = list(dict.fromkeys(rows["dataset"]))
     fig, axes = subplots(2, len(datasets), figsize=(min(4.4 * len(datasets), MAX_WIDTH_IN), 5.8),
-                             squeeze=False, layout="constrained")
+                         squeeze=False, layout="constrained")
     ks = sorted(rows["K"].unique())
     for j, dataset in enumerate(datasets):
         for i, metric in enumerate(["test_loss", "oracle_gap"]):

@@ -65,16 +65,18 @@ def robust_figure(table: pd.DataFrame, path) -> None:
     save_figure(fig, path)
 
 
-def metric_bars(table: pd.DataFrame, path, *, title: str) -> None:
-    """One panel per metric: a bar per method (mean ± std over splits), the paper's value as an
-    open diamond; the legend below."""
+def metric_bars(table: pd.DataFrame, path, *, title: str, spread: str = "std") -> None:
+    """One panel per metric: a bar per method (its mean, with ± the std over splits, or with
+    ``spread="sem"`` ± its standard error std / sqrt(n), for rows whose splits are test examples;
+    no bar where one value stands), the paper's value as an open diamond; the legend below."""
     metrics = list(dict.fromkeys(table["metric"]))
     fig, axes = subplots(1, len(metrics), figsize=(min(2.9 * len(metrics) + 0.6, 10.2), 3.4), squeeze=False,
-                             layout="constrained")
+                         layout="constrained")
     for ax, metric in zip(axes[0], metrics):
         part = table[table["metric"] == metric]
         x = np.arange(len(part))
-        ax.bar(x, part["mean"], yerr=part["std"], capsize=3, color=method_colours(part["method"]),
+        err = part["std"] / np.sqrt(part["n_splits"]) if spread == "sem" else part["std"]
+        ax.bar(x, part["mean"], yerr=err.where(part["n_splits"] > 1), capsize=3, color=method_colours(part["method"]),
                error_kw={"ecolor": "#333", "elinewidth": 0.9})
         if part["reference"].notna().any():
             paper_marker(ax, x, part["reference"])

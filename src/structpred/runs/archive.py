@@ -115,6 +115,12 @@ def job_path(experiment, dataset, method, split) -> str:
     return f"{experiment}/{dataset}/{method}/split{split}.csv"
 
 
+def job_parts(path: str) -> tuple[str, str, str, str]:
+    """The inverse of :func:`job_path`: ``(experiment, dataset, method, split)``, the split as written."""
+    experiment, dataset, method, name = path.split("/")
+    return experiment, dataset, method, name.removeprefix("split").removesuffix(".csv")
+
+
 def history_path(path: str) -> str:
     """The history file the workflow writes beside a job's result file (``split<k>.history.csv``)."""
     return path.removesuffix(".csv") + ".history.csv"
@@ -144,8 +150,7 @@ def _upstream_work(archive: Path, config: dict, path: str, memo: dict) -> tuple[
     if path in memo:
         return memo[path]
     memo[path] = (frozenset(), frozenset())             # a cycle reads nothing more
-    parts = path.split("/")
-    runs, selection = upstream(config, *parts[:3], parts[3].removeprefix("split").removesuffix(".csv"))
+    runs, selection = upstream(config, *job_parts(path))
     reuse, redo = set(), set()
     for u in runs:
         u_reuse, u_redo = _upstream_work(archive, config, u, memo)
@@ -181,7 +186,7 @@ def _redo_seconds(path: str, costs: pd.DataFrame) -> float:
     else its experiment's mean per timed job; NaN (unknown) for a model selection or untimed work."""
     if path.endswith("/selection.csv"):
         return float("nan")
-    key = tuple(path.split("/")[:3]) + (path.split("/")[3].removeprefix("split").removesuffix(".csv"),)
+    key = job_parts(path)
     own = costs.get(key)
     if own is not None:
         return float(own)

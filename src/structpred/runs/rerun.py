@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from structpred.papers.registry import get
-from structpred.runs.archive import _run_until, history_path, job_path, place_upstream, upstream, verify_commands
+from structpred.runs.archive import (_run_until, history_path, job_parts, job_path, place_upstream, upstream,
+                                     verify_commands)
 from structpred.runs.numerics import fingerprints, machine_class, record_path
 from structpred.runs.staleness import job_status, job_table, read_record
 
@@ -67,9 +68,9 @@ def archive_job(results: Path, archive: Path, path: str) -> bool:
 def select_jobs(paths: list[str], datasets=None, methods=None, splits=None) -> list[str]:
     """The job paths (``experiment/dataset/method/split<k>.csv``) on ``datasets``, of ``methods``
     and on ``splits`` (``None``: all), those of ``methods`` in its order, each method's in the given order."""
-    paths = [p for p in paths if (not datasets or p.split("/")[1] in datasets)
-             and (splits is None or int(p.split("/")[3].removeprefix("split").removesuffix(".csv")) in splits)]
-    return [p for m in methods for p in paths if p.split("/")[2] == m] if methods else paths
+    paths = [p for p in paths if (not datasets or job_parts(p)[1] in datasets)
+             and (splits is None or int(job_parts(p)[3]) in splits)]
+    return [p for m in methods for p in paths if job_parts(p)[2] == m] if methods else paths
 
 
 def archived_inputs(part: list[str], experiment: str, config: dict, results: Path, fresh: set[str]) -> list[str]:
@@ -78,8 +79,7 @@ def archived_inputs(part: list[str], experiment: str, config: dict, results: Pat
     them as archived rather than recomputing them (their experiment's own rerun keeps them current)."""
     wanted = set()
     for path in part:
-        e, d, m, k = path.split("/")
-        wanted |= {f for f in upstream(config, e, d, m, k.removeprefix("split").removesuffix(".csv"))[0]
+        wanted |= {f for f in upstream(config, *job_parts(path))[0]
                    if f.split("/")[0] != experiment and f in fresh and not (results / f).is_file()}
     return sorted(wanted | {history_path(f) for f in wanted})
 

@@ -138,7 +138,7 @@ def test_registry_declares_every_configured_experiment():
         assert jobs and len(set(jobs)) == len(jobs)
         dataset, method, _ = jobs[0]
         assert isinstance(exp.settings(config, dataset, method), dict)
-        assert exp.threads(config, dataset) >= 1
+        assert exp.threads(config, dataset, method) >= 1
     with pytest.raises(ConfigError, match="unknown experiment 'm4n_tabel1'"):
         get("m4n_tabel1")
 

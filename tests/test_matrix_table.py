@@ -30,6 +30,8 @@ def test_cells_borrowed_fitted_and_impossible():
     assert "#P-hard" in m.impossible(CONFIG)[("rnk", "CRF")]
     # M3N on iris is m4n_table1's job: read from its runs, no features of its own
     assert m.job_needs(CONFIG, "iris", "M3N") == ("runs",)
+    # ... a copy of rows, on one core; a cell fitted here fits the block's threads lambdas at once
+    assert m.threads(CONFIG, "iris", "M3N") == 1 and m.threads(CONFIG, "iris", "QS") == s["threads"] > 1
     assert m.runs_source(CONFIG, "iris", "M3N") == "m4n_table1"
     assert m.run_inputs(CONFIG, "iris", "M3N") == [("iris", "M3N", None)]
     assert m.numeric_paths(CONFIG, "iris", "M3N") == get("m4n_table1").numeric_paths(CONFIG, "iris", "M3N")
@@ -64,7 +66,7 @@ def test_emotion_cells_follow_agm_table_1s_protocol():
     assert m.grids(CONFIG, "ck:absolute", "AGM")["lam"] != m.grids(CONFIG, "ck:absolute", "SGD")["lam"]
     # a method's own grid (M4N and SGD chose the task grid's top): wider than the task's, the others keep it
     assert max(m.grids(CONFIG, "ck", "M4N")["lam"]) > max(spec["lambdas"]) == max(m.grids(CONFIG, "ck", "QS")["lam"])
-    assert m.view(CONFIG, "ck") == "emotion" and m.threads(CONFIG, "ck") == 1
+    assert m.view(CONFIG, "ck") == "emotion" and m.threads(CONFIG, "ck", "SGD") == 1
     rows = pd.DataFrame({"experiment": "agm_emotion", "task": "emotion", "dataset": "ck", "method": "SSVM",
                          "split": 3, "lam": [0.1, 0.1, 0.01, np.nan], "selected": [True, True, True, False],
                          "metric": ["zero_one", "zero_one_nodewise", "weighted_squared", "seconds"],

@@ -85,6 +85,9 @@ def test_paper_config_drysnakemake(workdir):
         assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+threads: 2\n",
                          out), method
     assert not re.search(r"experiment=m4n_table1, dataset=iris, method=M4N, split=0\n\s+threads:", out)
+    # the matrix's cells fitted here too; one it reads from m4n_table1's runs asks for one core
+    assert re.search(r"experiment=matrix, dataset=iris, method=QS, split=0\n\s+threads: 2\n", out)
+    assert not re.search(r"experiment=matrix, dataset=iris, method=M3N, split=0\n\s+threads:", out)
 
 
 def test_schema_rejects_typo(workdir):

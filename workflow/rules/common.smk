@@ -144,7 +144,7 @@ def job_settings(wc):
 
 def job_threads(wildcards):
     """Lambdas a training job fits in parallel (its experiment's ``threads``, default 1)."""
-    return get(wildcards.experiment).threads(config, wildcards.dataset)
+    return get(wildcards.experiment).threads(config, wildcards.dataset, wildcards.method)
 
 
 def job_views():

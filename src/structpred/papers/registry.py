@@ -134,7 +134,8 @@ class Experiment:
         name (default: :attr:`runs_of`, else this one)."""
         return self.runs_of or self.name
 
-    def threads(self, config: dict, dataset: str) -> int:
+    def threads(self, config: dict, dataset: str, method: str) -> int:
+        """Cores the job on ``(dataset, method)`` asks for (the lambdas it fits at once)."""
         return 1
 
     def feature_settings(self, config: dict, dataset: str) -> dict:

@@ -66,7 +66,7 @@ def tasks(archive, config: dict) -> tuple[list[Task], dict[str, int]]:
                 continue
             source = exp.runs_source(config, dataset, method)
             deps = [(source, d, m, split if k is None else k) for d, m, k in exp.run_inputs(config, dataset, method)]
-            out.append(Task((name, dataset, method, split), seconds, exp.threads(config, dataset), deps))
+            out.append(Task((name, dataset, method, split), seconds, exp.threads(config, dataset, method), deps))
     return out, left
 
 

@@ -263,7 +263,7 @@ class Table1(_M4NTable):
             out["space"] = dict(spec["space"])
         return out
 
-    def threads(self, config, dataset):
+    def threads(self, config, dataset, method):
         return task_of(self.block(config), dataset)[1].get("threads", 1)
 
     def render(self, table, tests, config):

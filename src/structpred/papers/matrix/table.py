@@ -212,8 +212,12 @@ class Matrix(Experiment):
     def feature_settings(self, config, dataset):
         return self._source(config, dataset).feature_settings(config, dataset)
 
-    def threads(self, config, dataset):
-        return 1 if self.delegates(config, dataset) else self.block(config).get("threads", 1)
+    def threads(self, config, dataset, method):
+        """A borrowed cell's job reads its source's rows, and a delegated task's follows its source's
+        protocol (one lambda at a time): 1; a cell fitted here on split features, the block's threads."""
+        if self.delegates(config, dataset) or self.borrowed(config, dataset, method):
+            return 1
+        return self.block(config).get("threads", 1)
 
     def selects_once(self, config, dataset):
         """A delegated task's source selects lambda once for all its splits (AGM's protocols)."""

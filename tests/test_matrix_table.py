@@ -202,6 +202,26 @@ def test_the_pair_sentences_count_wins_and_significant_ones():
     assert len(lines) == 2            # no AGM, CRF, SGD or Casimir-SVRG cells: no sentence on them
 
 
+def test_the_sentences_say_where_too_few_splits_leave_the_test_powerless():
+    from structpred.papers.matrix.table import summary_sentences
+    from structpred.tables.significance import wilcoxon_pvalue
+
+    # over 5 splits even a method worse on every split is not significantly worse; over 6 it can be
+    assert wilcoxon_pvalue(np.zeros(5), np.arange(1, 6.0))[1] == 2 / 2 ** 5
+    assert wilcoxon_pvalue(np.zeros(6), np.arange(1, 7.0))[1] == 2 / 2 ** 6 < 0.05
+    table = pd.DataFrame([{"task": t, "dataset": d, "method": m, "metric": "test_loss", "mean": v, "n_splits": n}
+                          for t, d, n in (("ord", "x", 5), ("ord", "y", 5), ("emo", "z", 20))
+                          for m, v in (("M3N", 0.2), ("QS", 0.3))])
+    tests = pd.DataFrame([{"task": t, "dataset": d, "metric": "test_loss", "method_a": "QS", "method_b": "M3N",
+                           "p_value": p, "bold": p >= 0.05} for t, d, p in (("ord", "x", 0.0625), ("ord", "y", 0.0625),
+                                                                          ("emo", "z", 1e-4))])
+    lines = summary_sentences(table, tests, (), lambda d: "splits")
+    assert lines[0].startswith("<b>ord, x</b>: M3N has the lowest mean test loss, 0.2000 over 5 splits; QS is not")
+    assert lines[2].startswith("<b>emo, z</b>: M3N has the lowest mean test loss, 0.2000 over 20 splits; every other")
+    assert lines[3].startswith("On ord each cell has 5 splits") and "2/2^5 = 0.0625, not below 0.05" in lines[3]
+    assert len(lines) == 4           # one such sentence for the task, none for the 20-split one
+
+
 def test_a_cells_training_subsample_cuts_the_training_part_only(tmp_path):
     """train_subsample: a documented share of each split's training examples (whole sequences on
     OCR), seeded by dataset and split; the validation and test parts whole; only for cells fitted here."""

@@ -418,11 +418,17 @@ def render_costs(jobs: pd.DataFrame, methods, task_of: dict) -> str:
 def summary_sentences(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks, unit) -> list[str]:
     """A sentence per (task, dataset), read from the table and its tests: the method of lowest
     mean test loss, those not significantly worse (bold) and those that are; ``unit(dataset)``
-    names what the Wilcoxon tests pair (splits, or test examples where a task has one split)."""
+    names what the Wilcoxon tests pair (splits, or test examples where a task has one split).
+    Last, the tasks whose pairs are too few for the test to reach ALPHA at all: over n pairs the
+    exact two-sided test's smallest p is 2 / 2^n (0.0625 at n = 5)."""
     data = table[table["metric"] == "test_loss"]
     bold = bold_of(tests)
     out = []
+    powerless: dict[int, list[str]] = {}
     for (task, dataset), part in data.groupby(["task", "dataset"], sort=False):
+        n = int(part["n_splits"].max())
+        if 2.0 ** (1 - n) >= ALPHA and task not in powerless.get(n, []):
+            powerless.setdefault(n, []).append(task)
         part = part.sort_values("mean", kind="stable")
         fmt = (lambda v: f"{100 * v:.2f} %") if task in percent_tasks else (lambda v: f"{v:.4f}")
         best = part.iloc[0]
@@ -433,6 +439,10 @@ def summary_sentences(table: pd.DataFrame, tests: pd.DataFrame, percent_tasks, u
                    + (f"{_and(level)} {'is' if len(level) == 1 else 'are'} not significantly worse "
                       f"(paired Wilcoxon, p &ge; {ALPHA})" if level else "every other method is significantly worse")
                    + (f"; significantly worse: {_and(worse)}" if level and worse else "") + ".")
+    for n, tasks in powerless.items():
+        out.append(f"On {_and(tasks)} each cell has {n} splits, and over {n} pairs the exact paired Wilcoxon test's "
+                   f"smallest two-sided p is 2/2^{n} = {2.0 ** (1 - n):.4g}, not below {ALPHA}: there no method can be "
+                   "significantly worse than the best, and the bold marks no difference.")
     return out
 
 

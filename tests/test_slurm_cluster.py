@@ -36,9 +36,12 @@ log = logging.getLogger(__name__)
 
 # The tables of the jobs rerun on the cluster (m4n_table1 holds the jobs cancelled below).
 TABLES = ["m4n_table1", "agm_emotion"]
-# The README's command, with the smoke config and these targets; targets before options.
+# The README's command, with the smoke config and these targets (targets before options), and the
+# first status check of submitted jobs after 2 s rather than the profile's 10: each stage of jobs
+# here waits for one (the test took 265 s, then 217, beside two reruns on 2 cores, 2026-11-29).
 PROFILE_RUN = [*(f"reports/smoke/tables/{name}{end}.csv" for name in TABLES for end in ("", "_tests")),
-               "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml"]
+               "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml",
+               "--slurm-init-seconds-before-status-checks", "2"]
 # Outputs removed from the copy of the local run, so that their jobs run on the cluster: the
 # Iris jobs of M4N Table 1 (3 methods x 2 splits, rows and history) and their kept lambda fits,
 # the Iris split features (2), and the emotion table's SSVM selection and jobs (2 splits).

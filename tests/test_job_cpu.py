@@ -75,7 +75,7 @@ def test_the_makespan_scales_each_fit_to_the_jobs_cpu(tmp_path, monkeypatch):
         def run_inputs(self, config, dataset, method):
             return []
 
-        def threads(self, config, dataset):
+        def threads(self, config, dataset, method):
             return 2
 
     monkeypatch.setattr("structpred.runs.makespan.get", lambda name: Exp())

@@ -1,7 +1,7 @@
 """Benchmark: AdaGrad's dense step on hashed SRL-sized weights (AGM's full-set refit), against C.
 
 Usage: python bench/bench_adagrad.py [--quick] [--weights 1048576] [--nonzero 0.64] [--touched 600]
-                                     [--seconds 0.5] [--repeat 5] [--seed 0]
+                                     [--threads 2 4 8] [--seconds 0.5] [--repeat 5] [--seed 0]
 
 AGM trains by AdaGrad on the primal, ``g = Psi_i dS/dv_i + lam W``: the regulariser makes every
 step touch all ``--weights`` coordinates (2^20: the hashed tree features of ``agm_srl_full``),
@@ -15,6 +15,8 @@ sparse add into ``G`` followed by the dense work; columns, all in alternated tim
   update), compiled here with the same numba settings;
 * ``C``: the fused loop in plain C (``cc -O3``, baseline ISA, no fast-math), one ctypes call a
   step.  gcc keeps ``sqrt``'s ``errno`` check there, so this loop does not vectorise;
+* ``K threads``: ``_dense.adagrad_update_threads``, the fused loop split over ``K`` numba threads
+  (``--threads``; what AGM's fit takes at hashed sizes when numba has more than one thread);
 * ``C native``: the same with ``-march=native -fno-math-errno -ffp-contract=off`` (no fused
   multiply-adds and no fast-math: the same
   bits), the strongest plain C of this loop.  It is memory-bound: this column is the speed of
@@ -34,6 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -95,6 +98,8 @@ def main():
     ap.add_argument("--weights", type=int, default=2 ** 20)
     ap.add_argument("--nonzero", type=float, default=0.64, help="fraction of nonzero weights (pass 10: 671k of 2^20)")
     ap.add_argument("--touched", type=int, default=600, help="coordinates of one sample's gradient")
+    ap.add_argument("--threads", type=int, nargs="*", default=None,
+                    help="threaded columns (default: 2, 4, 8, ... up to numba's threads)")
     ap.add_argument("--seconds", type=float, default=0.5)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
@@ -104,6 +109,8 @@ def main():
     rng = np.random.default_rng(args.seed)
     W0 = rng.normal(size=n) * (rng.random(n) < args.nonzero)
     S0 = rng.random(n) * (W0 != 0)
+    threads = args.threads if args.threads is not None else [
+        k for k in (2, 4, 8, 16, 32, 64) if k <= numba.config.NUMBA_NUM_THREADS]
     idx = np.sort(rng.integers(0, n, size=args.touched))
     val = rng.normal(size=args.touched)
 
@@ -117,7 +124,8 @@ def main():
                                                        ("-march=native", "-fno-math-errno", "-ffp-contract=off"))}
         for name, (_, info) in libs.items():
             print(f"{name} reference: {info}")
-        state = {name: (W0.copy(), S0.copy(), lam * W0) for name in ("fused", "two passes", *libs)}
+        columns = ("fused", "two passes", *(f"{k} threads" for k in threads), *libs)
+        state = {name: (W0.copy(), S0.copy(), lam * W0) for name in columns}
 
         def fused():
             W, S, G = state["fused"]
@@ -132,7 +140,16 @@ def main():
             two_pass_update(W, S, G, step)
             return 1
 
-        runs = {"fused": fused, "two passes": two_passes}
+        def threaded(k):
+            def run():
+                W, S, G = state[f"{k} threads"]
+                sparse_add(G, idx, val)
+                numba.set_num_threads(k)
+                _dense.adagrad_update_threads(W, S, G, step, lam)
+                return 1
+            return run
+
+        runs = {"fused": fused, "two passes": two_passes, **{f"{k} threads": threaded(k) for k in threads}}
         f8 = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
         for name, (lib, _) in libs.items():
             if lib is not None:
@@ -154,6 +171,8 @@ def main():
     for name, t in best.items():
         print(f"{name:>12} {1e3 * t:10.3f} {traffic.get(name, 6) * 8 * n / t / 1e9:7.1f}")
     print(f"two passes / fused: {best['two passes'] / best['fused']:.2f}x (> 1: the fusion is faster)")
+    for k in threads:
+        print(f"fused / {k} threads: {best['fused'] / best[f'{k} threads']:.2f}x (the threaded update's speed-up)")
     for name in libs:
         if name in best:
             print(f"{name} / fused: {best[name] / best['fused']:.2f}x (>= 1: at or above C)")

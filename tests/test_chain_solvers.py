@@ -473,9 +473,21 @@ def test_adagrad_maxmin_minimises_the_m4n_objective():
     assert a.mu is None and len(a.state["LMU"]) == N
 
 
-def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step():
+@pytest.fixture
+def numba_threads():
+    """``numba.set_num_threads`` for one test (restored after it)."""
+    import numba
+
+    n = numba.get_num_threads()
+    yield lambda k: numba.set_num_threads(min(k, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(n)
+
+
+@pytest.mark.parametrize("kernel", ["adagrad_update", "adagrad_update_threads"])
+def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step(kernel, numba_threads):
     from structpred.solvers import _dense
 
+    numba_threads(2)   # the threaded kernel splits the 200 weights
     rng = np.random.default_rng(3)
     W = rng.normal(size=(4, 50))
     W[0, :5] = 0.0
@@ -495,11 +507,24 @@ def test_adagrad_compiled_update_has_the_bits_of_the_numpy_step():
     G2[1, 3:9] += d
     G2[2, 2] = -0.0
     assert np.array_equal(G2, G)
-    _dense.adagrad_update(W, S, G, step, lam)
+    getattr(_dense, kernel)(W, S, G, step, lam)
     assert np.array_equal(W, W_ref) and np.array_equal(S, S_ref)
     assert np.array_equal(G, lam * W_ref)    # the next step's regulariser gradient, sign of zero included
     assert np.array_equal(np.signbit(G), np.signbit(lam * W_ref))
     assert np.array_equal(np.signbit(W), np.signbit(W_ref))
+
+
+def test_adagrad_takes_the_threaded_update_at_hashed_sizes_only(numba_threads):
+    import numba
+
+    from structpred.solvers import _dense
+
+    numba_threads(1)
+    assert _dense.adagrad_update_for(2 ** 20) is _dense.adagrad_update
+    if numba.config.NUMBA_NUM_THREADS > 1:
+        numba_threads(2)
+        assert _dense.adagrad_update_for(2 ** 20) is _dense.adagrad_update_threads
+        assert _dense.adagrad_update_for(_dense.THREADS_FROM - 1) is _dense.adagrad_update
 
 
 # --- 6. AdaGrad with the hinge and CRF surrogates ---------------------------------------------------

@@ -88,6 +88,9 @@ def test_paper_config_drysnakemake(workdir):
     # the matrix's cells fitted here too; one it reads from m4n_table1's runs asks for one core
     assert re.search(r"experiment=matrix, dataset=iris, method=QS, split=0\n\s+threads: 2\n", out)
     assert not re.search(r"experiment=matrix, dataset=iris, method=M3N, split=0\n\s+threads:", out)
+    # AGM's full-set SRL fit runs AdaGrad's dense step on its threads (4, scaled down); the CRF's fit on one
+    assert re.search(r"experiment=agm_srl_full, dataset=conll2005, method=AGM, split=0\n\s+threads: 2\n", out)
+    assert not re.search(r"experiment=agm_srl_full, dataset=conll2005, method=CRF, split=0\n\s+threads:", out)
 
 
 def test_schema_rejects_typo(workdir):

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import numba
 import pandas as pd
 
 from structpred.runs.numerics import write_record
@@ -11,6 +12,8 @@ from structpred.workflow import rule_script
 
 with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     wc = snakemake.wildcards  # noqa: F821
+    # numba's parallel loops (AdaGrad's dense step at hashed sizes) on the job's cores, not the machine's
+    numba.set_num_threads(min(snakemake.threads, numba.config.NUMBA_NUM_THREADS))  # noqa: F821
     spec = get(wc.experiment)
     # a resumable job keeps its finished fits beside its output, e.g. results/.../split3.fits/
     resume = {"checkpoint": snakemake.output.rows.removesuffix(".csv") + ".fits"} if spec.resumable else {}  # noqa: F821

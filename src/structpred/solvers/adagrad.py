@@ -19,7 +19,9 @@ class AdaGrad(StepRule):
     which keeps its per-sample state, e.g. the max-min oracle's warm starts).
     Objective: ``primal`` (the surrogate's value, the certified upper bound for max-min).
     ``coef_init``: every weight's starting value (the AGM reference starts at -0.5); ``lam``
-    may be 0.
+    may be 0.  The dense part of a step (``lam W`` touches every weight) runs on numba's threads
+    (``numba.set_num_threads``) from :data:`~structpred.solvers._dense.THREADS_FROM` weights on,
+    with the same bits.
     """
 
     name = "AdaGrad"
@@ -36,14 +38,16 @@ class AdaGrad(StepRule):
         if not np.isfinite(self.coef_init):
             raise StructpredError(f"coef_init must be a finite number, got {coef_init}")
 
-    #: ``G``, the step's gradient buffer, is scratch (``start_epoch`` sets it to ``lam W``)
-    unsaved = StepRule.unsaved + ("G",)
+    #: ``G``, the step's gradient buffer, is scratch (``start_epoch`` sets it to ``lam W``); ``update``
+    #: the dense update's kernel
+    unsaved = StepRule.unsaved + ("G", "update")
 
     def init(self, problem) -> None:
         super().init(problem)
         self.W[...] = self.coef_init
         self.S = np.zeros(problem.fmap.weight_shape)
         self.G = np.empty(problem.fmap.weight_shape)
+        self.update = _dense.adagrad_update_for(self.W.size)   # threaded at hashed sizes
         self.surrogate.init_state(problem.n)
 
     def start_epoch(self, epoch: int) -> None:
@@ -55,7 +59,7 @@ class AdaGrad(StepRule):
         # passes this replaced, and those 1.3-1.7x this one's, at 2^20 weights; the same bits
         pb = self.problem
         pb.fmap.add(i, self.G, self.surrogate.sample_grad(i, pb.fmap.score(i, self.W), pb.y[i]))
-        _dense.adagrad_update(self.W, self.S, self.G, self.step_size, pb.lam)
+        self.update(self.W, self.S, self.G, self.step_size, pb.lam)
         self.oracle_calls += 1
 
     def objectives(self) -> dict:

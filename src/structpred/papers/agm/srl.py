@@ -126,6 +126,12 @@ class SemanticRoleLabelling(Experiment):
         losses, so the matrix, which reads those, asks here)."""
         return {"lam": list(settings["lambdas"])}
 
+    def threads(self, config, dataset, method):
+        """The block's ``threads`` for AGM, whose AdaGrad runs its dense step at 2^20 weights on
+        numba's threads (the job's; :func:`structpred.solvers._dense.adagrad_update_for`, the same
+        bits); 1 for the other methods, whose fits run on one."""
+        return self.block(config).get("threads", 1) if method == "AGM" else 1
+
     resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
     # solver state after every pass: a stopped job resumes
 

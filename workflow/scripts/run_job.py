@@ -36,4 +36,5 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     inputs = {f.removeprefix("results/"): result_digest(f) for f in ([runs] if isinstance(runs, str) else runs)}
     write_record(snakemake.output.rows, spec.numeric_paths(snakemake.config, wc.dataset, wc.method),  # noqa: F821
                  job_commit(), cpu_seconds=cpu_seconds, cpu_partial=resumed, inputs=inputs,
-                 settings=snakemake.params.settings)  # noqa: F821
+                 settings=snakemake.params.settings,  # noqa: F821
+                 fit_threads=numba.get_num_threads() if spec.threaded_fits else 1)  # noqa: F821

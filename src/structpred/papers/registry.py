@@ -56,6 +56,10 @@ class Experiment:
     #: whether :meth:`run` takes ``checkpoint``, a folder where it keeps each finished fit of a
     #: job so that a stopped job resumes (:mod:`structpred.tables.fit_cache`)
     resumable = False
+    #: whether a job's threads run inside each fit (numba's parallel loops: AGM's dense AdaGrad step)
+    #: rather than its lambdas side by side; the job then records them (``fit_threads``), and
+    #: :mod:`structpred.runs.makespan` takes its fits' wall seconds as those on that many cores
+    threaded_fits = False
     #: whether :meth:`figure` is also given the paired-test table (``tests=``, the table's
     #: ``<name>_tests.csv``), e.g. to mark the methods not significantly worse than the best
     figure_reads_tests = False
@@ -135,7 +139,8 @@ class Experiment:
         return self.runs_of or self.name
 
     def threads(self, config: dict, dataset: str, method: str) -> int:
-        """Cores the job on ``(dataset, method)`` asks for (the lambdas it fits at once)."""
+        """Cores the job on ``(dataset, method)`` asks for (the lambdas it fits at once, or each fit's
+        threads where :attr:`threaded_fits`)."""
         return 1
 
     def feature_settings(self, config: dict, dataset: str) -> dict:

@@ -141,14 +141,18 @@ def settings_digest(settings: dict) -> str:
 
 
 def write_record(rows_path, paths, commit: str, cpu_seconds: float | None = None, cpu_partial: bool = False,
-                 inputs: dict | None = None, settings: dict | None = None) -> None:
+                 inputs: dict | None = None, settings: dict | None = None, fit_threads: int = 1) -> None:
     """Write :func:`record` to ``<rows_path without .csv>.numerics.json``, atomically, with the job's
     CPU seconds (:mod:`structpred.runs.job_cpu`) when given; ``cpu_partial``: they miss the CPU of
     an earlier, stopped run that this job resumed.  ``inputs``: the other jobs' result files it read,
     ``{path relative to the archive: its digest}`` (:func:`structpred.runs.archive.result_digest`), so
     that ``structpred runs status`` sees when one of them is re-archived with other numbers.
-    ``settings``: the job's settings, kept as their :func:`settings_digest`."""
+    ``settings``: the job's settings, kept as their :func:`settings_digest`.  ``fit_threads``: the
+    numba threads each of its fits ran on (above 1, its rows' wall seconds are those of a fit on that many
+    cores and its CPU seconds their sum: :mod:`structpred.runs.makespan`); kept only above 1."""
     rec = record(paths, commit)
+    if fit_threads > 1:
+        rec["fit_threads"] = int(fit_threads)
     if settings is not None:
         rec["settings"] = settings_digest(settings)
     if cpu_seconds is not None:

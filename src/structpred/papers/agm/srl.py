@@ -132,6 +132,7 @@ class SemanticRoleLabelling(Experiment):
         bits); 1 for the other methods, whose fits run on one."""
         return self.block(config).get("threads", 1) if method == "AGM" else 1
 
+    threaded_fits = True   # AGM's fits run AdaGrad's dense step on the job's threads (:meth:`threads`)
     resumable = True   # each lambda's fit is kept (its devel and test losses), and an unfinished one's
     # solver state after every pass: a stopped job resumes
 

@@ -51,11 +51,24 @@ def test_the_chosen_lambdas_fit_is_scored_on_every_testb_sentence(toy_view, tmp_
     pred = est.predict(Xb)
     np.testing.assert_allclose(test["value"], [np.mean(np.asarray(a) != np.asarray(b)) for a, b in zip(yb, pred)])
     assert df.loc[df["metric"] == "entity_f1", "value"].item() == entity_f1(yb, pred, tags)
-    assert len(history) == (0 if method == "QS" else 3) and df.loc[df["metric"] == "seconds", "value"].item() > 0
+    assert len(history) == (0 if method == "QS" else 3)
+    seconds = df[df["metric"] == "seconds"]   # each lambda's fit time, the chosen one's selected
+    assert list(seconds["lam"]) == [1.0, 0.01] and (seconds["value"] > 0).all()
+    assert list(seconds["selected"]) == [lam == chosen for lam in (1.0, 0.01)]
     # a second run reads both kept fits: the same rows, timings included
     again, _ = exp.run(inputs, _settings(method), seed=0, dataset="conll2003", method=method, split=0,
                        checkpoint=tmp_path / "fits")
     assert again == rows
+
+
+def test_the_lambdas_fitted_side_by_side_give_the_same_rows(toy_view):
+    """A job's threads fit its lambdas in separate processes: the rows do not depend on them."""
+    _, _, inputs = toy_view
+    runs = [pd.DataFrame(get("casimir_ner_heldout").run(inputs, _settings("SGD"), seed=0, dataset="conll2003",
+                                                        method="SGD", split=0, threads=n)[0]) for n in (1, 2)]
+    untimed = [r[r["metric"] != "seconds"].reset_index(drop=True) for r in runs]
+    pd.testing.assert_frame_equal(*untimed)
+    assert get("casimir_ner_heldout").threads(CONFIG, "conll2003", "M4N") == CONFIG["casimir_ner_heldout"]["threads"]
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "QS"])

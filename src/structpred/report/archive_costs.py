@@ -38,6 +38,14 @@ def job_cpu_seconds(job_file) -> float:
     return float("nan") if cpu is None else float(cpu)
 
 
+def job_fit_threads(job_file) -> int:
+    """The threads each of a job's fits ran on, from its numerics record (``fit_threads``; 1 where
+    it keeps none: its fits ran on one thread, or side by side)."""
+    path = record_path(job_file)
+    rec = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return int(rec.get("fit_threads", 1)) if isinstance(rec, dict) else 1
+
+
 def job_costs(archive, experiment: str = "*") -> pd.DataFrame:
     """One row per job (of ``experiment``'s, or of all): experiment, dataset, method, split, its cost in ``seconds`` (NaN: untimed),
     what they measure (``measure``: ``cpu``, the job's CPU seconds from its numerics record, else

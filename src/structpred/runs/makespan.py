@@ -6,7 +6,10 @@ the job's CPU seconds where its numerics record keeps them: a busy machine infla
 job that fits its lambdas
 ``threads`` at a time (an experiment's :meth:`~structpred.papers.registry.Experiment.threads`)
 holds ``min(threads, N)`` cores for the longest-processing-time schedule of its per-lambda seconds
-on them.  A job waits for the jobs whose results it reads
+on them.  A job whose threads run inside each fit (its numerics record's ``fit_threads``: AGM's
+SRL fits) is a task of its fits' wall seconds on that many cores (not scaled to its CPU seconds, the
+sum over its threads) that holds ``min(threads, N)`` cores; on fewer cores than it ran on, its
+time grows in proportion (as if its threads had scaled perfectly).  A job waits for the jobs whose results it reads
 (:meth:`~structpred.papers.registry.Experiment.run_inputs`).  The schedule is list scheduling
 by critical path: whenever cores are free, the ready job with the longest chain of work after it
 starts first.  Data preparation and feature jobs are not timed by the archive and count as 0;
@@ -23,20 +26,27 @@ import numpy as np
 import pandas as pd
 
 from structpred.papers.registry import get
-from structpred.report.archive_costs import job_cpu_seconds
+from structpred.report.archive_costs import job_cpu_seconds, job_fit_threads
 
 
 @dataclass
 class Task:
-    """One job: its key, per-part seconds (a lambda's fit each, or one part), threads, upstream keys."""
+    """One job: its key, per-part seconds (a lambda's fit each, or one part), threads, upstream keys,
+    and the threads each part's seconds were measured on (``fit_threads``: above 1, the parts run one
+    after another, each on the job's threads)."""
 
     key: tuple
     parts: list[float]
     threads: int
     deps: list[tuple] = field(default_factory=list)
+    fit_threads: int = 1
 
     def wall(self, cores: int) -> tuple[float, int]:
-        """(wall seconds, cores held) on a machine of ``cores``: LPT of the parts on its threads."""
+        """(wall seconds, cores held) on a machine of ``cores``: LPT of the parts on its threads, or
+        (``fit_threads`` above 1) the parts in turn on ``min(threads, cores)`` cores."""
+        if self.fit_threads > 1:
+            k = max(1, min(self.threads, cores))
+            return sum(self.parts) * self.fit_threads / min(self.fit_threads, k), k
         k = max(1, min(self.threads, cores, len(self.parts)))
         loads = [0.0] * k
         for p in sorted(self.parts, reverse=True):
@@ -58,7 +68,8 @@ def tasks(archive, config: dict) -> tuple[list[Task], dict[str, int]]:
                 continue
             rows = pd.read_csv(path, usecols=["metric", "value"])
             seconds = pd.to_numeric(rows.loc[rows["metric"] == "seconds", "value"]).tolist()
-            cpu = job_cpu_seconds(path)
+            fit_threads = job_fit_threads(path)
+            cpu = job_cpu_seconds(path) if fit_threads == 1 else float("nan")   # threaded: the sum over threads
             if not np.isnan(cpu):   # its fits' shares of the job's CPU seconds (one part if it timed none)
                 seconds = [s * cpu / sum(seconds) for s in seconds] if sum(seconds) > 0 else [cpu]
             if not seconds:
@@ -66,7 +77,8 @@ def tasks(archive, config: dict) -> tuple[list[Task], dict[str, int]]:
                 continue
             source = exp.runs_source(config, dataset, method)
             deps = [(source, d, m, split if k is None else k) for d, m, k in exp.run_inputs(config, dataset, method)]
-            out.append(Task((name, dataset, method, split), seconds, exp.threads(config, dataset, method), deps))
+            out.append(Task((name, dataset, method, split), seconds, exp.threads(config, dataset, method), deps,
+                            fit_threads))
     return out, left
 
 

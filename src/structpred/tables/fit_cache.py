@@ -23,6 +23,7 @@ import logging
 from pathlib import Path
 
 import pandas as pd
+from joblib import Parallel, delayed
 
 from structpred.data.acquire import sha256_file
 from structpred.io import atomic_open, write_text
@@ -70,3 +71,26 @@ class FitCache:
             history.to_csv(fh, index=False, lineterminator="\n")   # shortest round-trip float repr
         write_text(stem.with_name(stem.name + ".json"), json.dumps(record) + "\n")   # key order kept: rows follow it
         self.in_progress(lam).unlink(missing_ok=True)
+
+
+def fit_grid(fit, lambdas, *, cache: FitCache | None = None, n_jobs: int = 1):
+    """Each lambda's ``fit(lam, checkpoint=...)`` (its record and history), or its finished result
+    from ``cache``, in grid order (a generator), ``n_jobs`` lambdas at a time in separate processes:
+    the fits are independent (each starts from the same seed), so the results do not depend on
+    ``n_jobs``, and a job's ``threads`` can fit its grid side by side.  ``fit`` must pickle
+    (a module-level function, or a :func:`functools.partial` of one)."""
+    if n_jobs == 1:
+        return (_fit_or_resume(fit, lam, cache) for lam in lambdas)
+    return Parallel(n_jobs=n_jobs, return_as="generator")(delayed(_fit_or_resume)(fit, lam, cache) for lam in lambdas)
+
+
+def _fit_or_resume(fit, lam: float, cache: FitCache | None) -> tuple[dict, pd.DataFrame]:
+    """``fit`` at ``lam``, or its finished result from ``cache``; a new fit is kept there as soon as
+    it ends (in the worker process, so a stopped job loses only the fits still running)."""
+    done = cache.load(lam) if cache is not None else None
+    if done is not None:
+        return done
+    record, history = fit(lam, checkpoint=None if cache is None else cache.in_progress(lam))
+    if cache is not None:
+        cache.save(lam, record, history)
+    return record, history

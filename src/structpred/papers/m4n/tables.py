@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
 from structpred.errors import ConfigError
 from structpred.estimators.methods import make_estimator
@@ -27,7 +27,7 @@ from structpred.papers.m4n.report import (losses_figure, m4n_pairs, render_conve
                                           render_warm_start, warm_cold_pairs, warm_start_figure)
 from structpred.papers.registry import Experiment, register
 from structpred.solvers.driver import relative_gap
-from structpred.tables.fit_cache import FitCache
+from structpred.tables.fit_cache import FitCache, fit_grid
 from structpred.tables.job import JobSettings
 from structpred.tables.results import select_first_min
 from structpred.tables.seeding import int_seed
@@ -122,8 +122,8 @@ def fit_one_lambda(parts, job: M4NJob, lam: float, checkpoint=None) -> tuple[dic
 def fit_lambda_grid(split: dict[str, np.ndarray], job, *, n_jobs: int = 1, cache=None,
                     fit=None) -> tuple[list[dict], pd.DataFrame]:
     """Fit one model per lambda of the job's grid (``fit``, ``n_jobs`` lambdas at a
-    time in separate processes; the fits are independent, so the results do not depend on
-    ``n_jobs``); return per-lambda records and the history of the chosen one.  The lambda
+    time in separate processes: :func:`~structpred.tables.fit_cache.fit_grid`); return per-lambda
+    records and the history of the chosen one.  The lambda
     with the lowest validation loss is ``selected`` (ties: the first in grid order).
     ``cache``: a :class:`~structpred.tables.fit_cache.FitCache` that keeps each finished
     fit and gives it back when the job runs again (a stopped job resumes).  ``fit``: how one
@@ -132,13 +132,8 @@ def fit_lambda_grid(split: dict[str, np.ndarray], job, *, n_jobs: int = 1, cache
     """
     parts = tuple(split_part(split, p) for p in ("train", "val", "test"))
     fit = fit or fit_one_lambda     # looked up at the call (a test stands in for it)
-    if n_jobs == 1:
-        fits = (_fit_or_resume(parts, job, lam, cache, fit) for lam in job.lambdas)
-    else:
-        fits = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_fit_or_resume)(parts, job, lam, cache, fit) for lam in job.lambdas)
     records, histories = [], []
-    for record, history in fits:
+    for record, history in fit_grid(partial(fit, parts, job), job.lambdas, cache=cache, n_jobs=n_jobs):
         log.info("%s lam=%g val=%.4f test=%.4f (%.1fs)", job.method, record["lam"], record["val_loss"],
                  record["test_loss"], record["seconds"])
         records.append(record)
@@ -147,18 +142,6 @@ def fit_lambda_grid(split: dict[str, np.ndarray], job, *, n_jobs: int = 1, cache
     for i, rec in enumerate(records):
         rec["selected"] = i == best
     return records, histories[best]
-
-
-def _fit_or_resume(parts, job, lam: float, cache, fit) -> tuple[dict, pd.DataFrame]:
-    """``fit`` (:func:`fit_one_lambda`), or its finished result from ``cache``; a new fit is kept there
-    as soon as it ends (in the worker process, so a stopped job loses only running fits)."""
-    done = cache.load(lam) if cache is not None else None
-    if done is not None:
-        return done
-    record, history = fit(parts, job, lam, checkpoint=cache.in_progress(lam) if cache is not None else None)
-    if cache is not None:
-        cache.save(lam, record, history)
-    return record, history
 
 
 def records_to_rows(records: list[dict], *, experiment: str, task: str, dataset: str,

@@ -80,7 +80,7 @@ def test_paper_config_drysnakemake(workdir):
     # and one per (figure, class) of the non-convex figures, QS's USPS digit grids (Table 2, sensitivity)
     assert counts["curve_table"] == 6 and counts["curve_figure"] == 6 + 5 + 1 + 20 + 5 * 20
     assert counts["html_report"] == 1
-    # OCR jobs fit their lambdas in parallel: the task's threads (10), scaled down to --cores
+    # OCR jobs fit their lambdas in parallel: the task's threads (4), scaled down to --cores
     for method in ("M3N", "CRF", "M4N"):
         assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+threads: 2\n",
                          out), method

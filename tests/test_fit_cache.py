@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from structpred.tables.fit_cache import FitCache
+from structpred.tables.fit_cache import FitCache, fit_grid
 from structpred.papers.registry import get
 from structpred.tables.results import make_rows, write_csv
 from structpred.tables.splits import save_split
@@ -119,3 +119,24 @@ def test_a_job_stopped_inside_a_fit_resumes_after_its_last_pass(split_file, tmp_
     assert [p for name, p in seen if name == "lam=0.125.passes.pkl"] == [3, 4]   # resumed after pass 2
     assert resumed == through
     assert not list(folder.glob("*.passes.pkl"))
+
+
+def _blas_threads(lam, checkpoint=None):
+    """A stand-in fit that records the BLAS threads it runs on."""
+    from threadpoolctl import threadpool_info
+    threads = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return {"lam": lam, "blas_threads": threads}, pd.DataFrame({"pass": [1]})
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_each_fit_of_a_grid_runs_on_one_blas_thread(n_jobs, monkeypatch):
+    """A job's threads fit its lambdas side by side; each fit on one BLAS thread whatever the job's
+    (a worker inherits OPENBLAS_NUM_THREADS, which Snakemake sets to the job's threads)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    if not any(i.get("user_api") == "blas" for i in threadpool_info()):
+        pytest.skip("no BLAS library loaded")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    with threadpool_limits(limits=2, user_api="blas"):
+        records = [r for r, _ in fit_grid(_blas_threads, [1.0, 0.1], n_jobs=n_jobs)]
+    assert [r["lam"] for r in records] == [1.0, 0.1]
+    assert all(r["blas_threads"] and set(r["blas_threads"]) == {1} for r in records)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
 
 from structpred.data.acquire import sha256_file
 from structpred.io import atomic_open, write_text
@@ -85,12 +86,17 @@ def fit_grid(fit, lambdas, *, cache: FitCache | None = None, n_jobs: int = 1):
 
 
 def _fit_or_resume(fit, lam: float, cache: FitCache | None) -> tuple[dict, pd.DataFrame]:
-    """``fit`` at ``lam``, or its finished result from ``cache``; a new fit is kept there as soon as
-    it ends (in the worker process, so a stopped job loses only the fits still running)."""
+    """``fit`` at ``lam`` on one BLAS thread, or its finished result from ``cache``; a new fit is kept
+    there as soon as it ends (in the worker process, so a stopped job loses only the fits still running).
+    One BLAS thread: a worker inherits the job's ``OPENBLAS_NUM_THREADS`` (Snakemake sets it to the
+    job's threads), and two workers' spinning BLAS threads on 2 cores made an NER BCFW pass 10x slower
+    (2026-11-30); the last bits of a long dot product depend on them too, and the numerics
+    fingerprints are taken on one (:func:`structpred.runs.numerics.fingerprint`)."""
     done = cache.load(lam) if cache is not None else None
     if done is not None:
         return done
-    record, history = fit(lam, checkpoint=None if cache is None else cache.in_progress(lam))
+    with threadpool_limits(limits=1, user_api="blas"):
+        record, history = fit(lam, checkpoint=None if cache is None else cache.in_progress(lam))
     if cache is not None:
         cache.save(lam, record, history)
     return record, history

@@ -27,23 +27,25 @@ def job_files(archive, experiment: str = "*") -> list[Path]:
     return sorted(p for p in root.glob(f"{experiment}/*/*/split*.csv") if not p.name.endswith(".history.csv"))
 
 
+def _job_record(job_file) -> dict:
+    """A job's numerics record (``{}`` where it has none)."""
+    path = record_path(job_file)
+    rec = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return rec if isinstance(rec, dict) else {}
+
+
 def job_cpu_seconds(job_file) -> float:
     """The CPU seconds a job's numerics record keeps (:mod:`structpred.runs.job_cpu`); NaN where it
     keeps none, or only part of them (a job that resumed a stopped run)."""
-    path = record_path(job_file)
-    if not path.is_file():
-        return float("nan")
-    rec = json.loads(path.read_text(encoding="utf-8"))
-    cpu = rec.get("cpu_seconds") if isinstance(rec, dict) and not rec.get("cpu_partial") else None
+    rec = _job_record(job_file)
+    cpu = None if rec.get("cpu_partial") else rec.get("cpu_seconds")
     return float("nan") if cpu is None else float(cpu)
 
 
 def job_fit_threads(job_file) -> int:
     """The threads each of a job's fits ran on, from its numerics record (``fit_threads``; 1 where
     it keeps none: its fits ran on one thread, or side by side)."""
-    path = record_path(job_file)
-    rec = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    return int(rec.get("fit_threads", 1)) if isinstance(rec, dict) else 1
+    return int(_job_record(job_file).get("fit_threads", 1))
 
 
 def job_costs(archive, experiment: str = "*") -> pd.DataFrame:

@@ -4,11 +4,14 @@ never reuse a kept fit."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from structpred.tables.fit_cache import FitCache, fit_grid
+from structpred.errors import ConfigError
+from structpred.tables.fit_cache import FitCache, LambdaFitted, fit_grid, only_lambda
 from structpred.papers.registry import get
 from structpred.tables.results import make_rows, write_csv
 from structpred.tables.splits import save_split
@@ -140,3 +143,42 @@ def test_each_fit_of_a_grid_runs_on_one_blas_thread(n_jobs, monkeypatch):
         records = [r for r, _ in fit_grid(_blas_threads, [1.0, 0.1], n_jobs=n_jobs)]
     assert [r["lam"] for r in records] == [1.0, 0.1]
     assert all(r["blas_threads"] and set(r["blas_threads"]) == {1} for r in records)
+
+
+def _counted(lam, checkpoint=None):
+    """A stand-in fit that leaves a trace of each call (its lambda) in a file beside the cache."""
+    with open(Path(checkpoint).parents[2] / "calls.txt", "a") as fh:   # <tmp>/split0.fits/<digest>/lam=...pkl
+        fh.write(f"{lam}\n")
+    return {"lam": lam, "val_loss": 1 / (1 + lam), "seconds": 0.5}, pd.DataFrame({"pass": [1], "lam": [lam]})
+
+
+def test_a_lambda_job_fits_its_one_lambda_and_the_job_then_reads_the_whole_grid(tmp_path):
+    """Under only_lambda(i) the grid fits its i-th lambda into the cache and stops (LambdaFitted);
+    once every lambda's job has run, the grid fits nothing and gives each job's record."""
+    cache, grid = FitCache(tmp_path / "split0.fits", {"a": 1}), [0.5, 0.25, 0.125]
+    calls = tmp_path / "calls.txt"
+    for i in (2, 0, 1):
+        with only_lambda(i), pytest.raises(LambdaFitted) as done:
+            fit_grid(_counted, grid, cache=cache)
+        assert done.value.lam == grid[i] and done.value.record["val_loss"] == 1 / (1 + grid[i]) and done.value.whole
+    assert calls.read_text().split() == ["0.125", "0.5", "0.25"]
+    with only_lambda(1), pytest.raises(LambdaFitted) as again:   # already kept: read, not refitted
+        fit_grid(_counted, grid, cache=cache)
+    assert not again.value.whole and len(calls.read_text().split()) == 3
+    records = [r for r, _ in fit_grid(_counted, grid, cache=cache)]       # the job: every fit from the cache
+    assert [r["lam"] for r in records] == grid and len(calls.read_text().split()) == 3
+    with only_lambda(3), pytest.raises(ConfigError, match="below the grid's 3 lambdas"):
+        fit_grid(_counted, grid, cache=cache)
+    with only_lambda(0), pytest.raises(ConfigError, match="no cache"):
+        fit_grid(_counted, grid)
+
+
+def test_lambda_jobs_are_the_grid_on_the_listed_datasets_of_a_resumable_experiment():
+    import yaml
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+    table1 = get("m4n_table1")
+    assert config["m4n_table1"]["lambda_jobs"] == ["ocr"]
+    assert table1.lambda_jobs(config, "ocr", "M4N") == len(config["m4n_table1"]["lambdas"]) == 10
+    assert table1.lambda_jobs(config, "iris", "M4N") == 0
+    assert get("casimir_ner_heldout").lambda_jobs(config, "conll2003", "M3N") == 5   # its widened grid
+    assert not get("qs_robust").resumable and get("qs_robust").lambda_jobs(config, "ocr", "QS") == 0

@@ -80,6 +80,9 @@ class _OneJob:
     def threads(self, config, dataset, method):
         return self._threads
 
+    def lambda_jobs(self, config, dataset, method):
+        return 0
+
 
 def test_the_makespan_scales_each_fit_to_the_jobs_cpu(tmp_path, monkeypatch):
     _job(tmp_path, "cpu", [300.0, 100.0], {"cpu_seconds": 200.0, "cpu_partial": False})

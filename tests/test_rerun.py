@@ -3,6 +3,7 @@
 
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from structpred.cli import main
@@ -34,9 +35,12 @@ def test_clear_unfresh_keeps_todays_results_and_removes_older_ones(tmp_path):
     bare = write_job(tmp_path, "e", "d", "m", 2)
     for p in (old, new, bare):
         Path(str(p).removesuffix(".csv") + ".history.csv").write_text("pass\n0\n")
+    for k in (0, 1):   # kept fits: the older code's go with its rows, today's stay
+        (tmp_path / f"e/d/m/split{k}.fits").mkdir()
+        (tmp_path / f"e/d/m/split{k}.fits/lambda0.json").write_text("{}")
     rerun.clear_unfresh(tmp_path, ["e/d/m/split0.csv", "e/d/m/split1.csv", "e/d/m/split2.csv"], current, "test-machine")
     assert sorted(p.name for p in (tmp_path / "e/d/m").iterdir()) == [
-        "split1.csv", "split1.history.csv", "split1.numerics.json"]
+        "split1.csv", "split1.fits", "split1.history.csv", "split1.numerics.json"]
 
 
 def test_archive_job_copies_a_finished_jobs_files_and_skips_an_unfinished_one(tmp_path):
@@ -44,11 +48,15 @@ def test_archive_job_copies_a_finished_jobs_files_and_skips_an_unfinished_one(tm
     done = write_job(results, "e", "d", "m", 0, record=rec({"p": "1" * 16}))
     Path(str(done).removesuffix(".csv") + ".history.csv").write_text("pass\n0\n")
     (done.parent / "selection.csv").write_text("lam\n0.5\n")
+    (done.parent / "split0.fits").mkdir()                    # its lambda jobs' records (rule fit_lambda)
+    for i in range(2):
+        (done.parent / f"split0.fits/lambda{i}.json").write_text(f'{{"lam": {i}}}\n')
     write_job(results, "e", "d", "m", 1)                     # rows but no record: not finished
     write_job(archive, "e", "d", "m", 0, seconds=9.0)        # the archived file it replaces
     assert rerun.archive_job(results, archive, "e/d/m/split0.csv")
     assert not rerun.archive_job(results, archive, "e/d/m/split1.csv")
-    for name in ("split0.csv", "split0.history.csv", "split0.numerics.json", "selection.csv"):
+    for name in ("split0.csv", "split0.history.csv", "split0.numerics.json", "selection.csv",
+                 "split0.fits/lambda0.json", "split0.fits/lambda1.json"):
         assert (archive / "e/d/m" / name).read_bytes() == (results / "e/d/m" / name).read_bytes(), name
     assert not (archive / "e/d/m/split1.csv").exists()
 
@@ -102,3 +110,24 @@ def test_a_rerun_takes_the_datasets_methods_and_splits_asked_in_the_order_given(
     assert rerun.select_jobs(paths, datasets=["a"], splits=[1]) == ["e/a/M3N/split1.csv", "e/a/QS/split1.csv",
                                                                     "e/a/SGD/split1.csv"]
     assert rerun.select_jobs(paths, methods=["QS"], splits=[0, 7]) == ["e/a/QS/split0.csv", "e/b/QS/split0.csv"]
+
+
+def test_a_reused_upstream_job_comes_with_its_lambda_jobs_records(tmp_path):
+    """A job whose lambdas are jobs of their own (m4n_table1 on ocr) is reused with their records, or
+    Snakemake refits its lambdas; without them in the archive it is recomputed, not half-placed."""
+    from structpred.runs.archive import lambda_fit_paths, reuse_plan
+
+    ocr = "m4n_table1/ocr/M4N/split0.csv"
+    assert lambda_fit_paths(CONFIG, ocr) == [f"m4n_table1/ocr/M4N/split0.fits/lambda{i}.json" for i in range(10)]
+    assert lambda_fit_paths(CONFIG, "m4n_table1/iris/M4N/split0.csv") == []
+    archive = tmp_path / "runs"
+    write_job(archive, "m4n_table1", "ocr", "M4N", 0)
+    (archive / "m4n_table1/ocr/M4N/split0.history.csv").write_text("pass\n0\n")
+    jobs = pd.DataFrame({"experiment": ["matrix"], "dataset": ["ocr"], "method": ["M4N"], "split": [0]})
+    reuse, redo = reuse_plan(archive, jobs, CONFIG)
+    assert ocr not in reuse and ocr in redo
+    for path in lambda_fit_paths(CONFIG, ocr):
+        (archive / path).parent.mkdir(parents=True, exist_ok=True)
+        (archive / path).write_text("{}")
+    reuse, redo = reuse_plan(archive, jobs, CONFIG)
+    assert set(lambda_fit_paths(CONFIG, ocr)) | {ocr} <= set(reuse) and ocr not in redo

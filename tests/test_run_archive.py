@@ -275,7 +275,7 @@ def test_reused_upstream_files_are_placed_and_not_rerun(tmp_path):
     assert len(reuse) >= 10 and redo == [] and all("/tune_c" in f for f in reuse)
     targets = [f"results/casimir_ner_tuned/{r.dataset}/{r.method}/split{r.split}.csv" for r in jobs.itertuples()]
     prepare, run = verify_commands(targets, cores=1)
-    assert prepare == [*run, "--omit-from", "run_job", "select_model"] and run[3:] == [*targets, "--cores", "1",
+    assert prepare == [*run, "--omit-from", "run_job", "select_model", "fit_lambda"] and run[3:] == [*targets, "--cores", "1",
                                                                                        "--keep-going"]
     copy = project_copy(root, tmp_path / "project", exclude=("runs/", "results/", "reports/"))
     for name in ("data/raw/conll2003/.verified", "data/processed/conll2003.npz"):    # what `prepare` builds

@@ -80,10 +80,14 @@ def test_paper_config_drysnakemake(workdir):
     # and one per (figure, class) of the non-convex figures, QS's USPS digit grids (Table 2, sensitivity)
     assert counts["curve_table"] == 6 and counts["curve_figure"] == 6 + 5 + 1 + 20 + 5 * 20
     assert counts["html_report"] == 1
-    # OCR jobs fit their lambdas in parallel: the task's threads (4), scaled down to --cores
+    # OCR jobs fit each lambda as a one-core job of its own (lambda_jobs: [ocr], which the code-protocol
+    # table built over m4n_table1 inherits: its 5 lambdas), as the NER column's (its methods' grids: 32)
+    assert counts["fit_lambda"] == 3 * 14 * 10 + 3 * 14 * 5 + 32
     for method in ("M3N", "CRF", "M4N"):
-        assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+threads: 2\n",
-                         out), method
+        assert f"logs/jobs/m4n_table1/ocr/{method}/split0.lambda9.log" in out, method
+        assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+resources:", out)
+    # the rankings fit theirs in parallel: the task's threads (4), scaled down to --cores
+    assert re.search(r"experiment=m4n_table1, dataset=rnk_vowel, method=M4N, split=0\n\s+threads: 2\n", out)
     assert not re.search(r"experiment=m4n_table1, dataset=iris, method=M4N, split=0\n\s+threads:", out)
     # the matrix's cells fitted here too; one it reads from m4n_table1's runs asks for one core
     assert re.search(r"experiment=matrix, dataset=iris, method=QS, split=0\n\s+threads: 2\n", out)
@@ -173,6 +177,12 @@ def test_smoke_workflow_end_to_end(smoke_local):
     assert losses["reference"].notna().all()
     ocr = losses[losses["dataset"] == "ocr"]
     assert set(ocr["method"]) == {"M3N", "CRF", "M4N"} and (ocr["task"] == "seq").all()
+    # OCR's lambdas ran as jobs of their own (lambda_jobs): a record each, whose CPU the job's record adds
+    job = workdir / "results" / "m4n_table1" / "ocr" / "M4N" / "split1"
+    fits = [json.loads((job.with_suffix(".fits") / f"lambda{i}.json").read_text()) for i in range(2)]
+    assert [f["lam"] for f in fits] == [0.125, 0.0078125] and all(f["cpu_seconds"] > 0 for f in fits)
+    record = json.loads(job.with_suffix(".numerics.json").read_text())
+    assert record["cpu_seconds"] > sum(f["cpu_seconds"] for f in fits) and not record["cpu_partial"]
     assert ocr["mean"].between(0.0, 0.96).all()  # below chance (25/26) on 60 words
 
     # beyond the papers: every method on every task, the cells a paper table runs read from its runs

@@ -129,8 +129,16 @@ def input_paths(wc, kinds):
     return {k: paths[k]() for k in kinds}
 
 
-def job_inputs(wc):
+def fit_inputs(wc):
+    """The inputs of one lambda's fit (fit_lambda): its job's, but for the lambda fits."""
     return input_paths(wc, get(wc.experiment).job_needs(config, wc.dataset, wc.method))
+
+
+def job_inputs(wc):
+    """A training job's inputs; with lambda jobs, also each lambda's fit (``lambda_fits``)."""
+    n = get(wc.experiment).lambda_jobs(config, wc.dataset, wc.method)
+    fits = [f"results/{wc.experiment}/{wc.dataset}/{wc.method}/split{wc.split}.fits/lambda{i}.json" for i in range(n)]
+    return {**fit_inputs(wc), **({"lambda_fits": fits} if fits else {})}
 
 
 def selection_inputs(wc):
@@ -143,8 +151,12 @@ def job_settings(wc):
 
 
 def job_threads(wildcards):
-    """Lambdas a training job fits in parallel (its experiment's ``threads``, default 1)."""
-    return get(wildcards.experiment).threads(config, wildcards.dataset, wildcards.method)
+    """Lambdas a training job fits in parallel (its experiment's ``threads``, default 1; 1 where its
+    lambdas are jobs of their own: it then only reads their fits)."""
+    exp = get(wildcards.experiment)
+    if exp.lambda_jobs(config, wildcards.dataset, wildcards.method):
+        return 1
+    return exp.threads(config, wildcards.dataset, wildcards.method)
 
 
 def job_views():

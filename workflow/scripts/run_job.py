@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import numba
@@ -17,12 +18,17 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
     spec = get(wc.experiment)
     # a resumable job keeps its finished fits beside its output, e.g. results/.../split3.fits/
     resume = {"checkpoint": snakemake.output.rows.removesuffix(".csv") + ".fits"} if spec.resumable else {}  # noqa: F821
-    # fits kept from an earlier, stopped run of this job: their CPU is not this process's
-    resumed = bool(resume) and Path(resume["checkpoint"]).is_dir() and any(Path(resume["checkpoint"]).iterdir())
+    # fits kept from an earlier, stopped run of this job: their CPU is not this process's; the fits of
+    # its lambda jobs (rule fit_lambda) each recorded theirs
+    lambda_fits = [json.loads(Path(f).read_text(encoding="utf-8"))
+                   for f in dict(snakemake.input).get("lambda_fits", [])]  # noqa: F821
+    resumed = (any(f["cpu_partial"] for f in lambda_fits) if lambda_fits else
+               bool(resume) and Path(resume["checkpoint"]).is_dir() and any(Path(resume["checkpoint"]).iterdir()))
     rows, history = spec.run(
         dict(snakemake.input), snakemake.params.settings, seed=snakemake.params.seed,  # noqa: F821
         dataset=wc.dataset, method=wc.method, split=int(wc.split), threads=snakemake.threads, **resume)  # noqa: F821
-    cpu_seconds = process_tree_cpu_seconds()   # the job's cost, however busy the machine (the rows' seconds are wall)
+    # the job's cost, however busy the machine (the rows' seconds are wall)
+    cpu_seconds = process_tree_cpu_seconds() + sum(f["cpu_seconds"] for f in lambda_fits)
     write_csv(pd.DataFrame() if history is None else history, snakemake.output.history)  # noqa: F821
     rows = make_rows(rows)
     timing = rows["metric"] == "seconds"   # the CPU the time was measured on (structpred runs cost)

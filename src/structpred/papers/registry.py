@@ -143,6 +143,16 @@ class Experiment:
         threads where :attr:`threaded_fits`)."""
         return 1
 
+    def lambda_jobs(self, config: dict, dataset: str, method: str) -> int:
+        """How many lambda fits of the job on ``(dataset, method)`` run as Snakemake jobs of their own
+        (rule ``fit_lambda``, one core each, before the job reads them all from its fit cache:
+        :func:`structpred.tables.fit_cache.only_lambda`): its grid's size on the datasets the block's
+        ``lambda_jobs`` lists, for a :attr:`resumable` experiment whose settings name ``lambdas``;
+        else 0 (the job fits its grid itself, ``threads`` at a time)."""
+        if not self.resumable or dataset not in (self.block(config).get("lambda_jobs") or []):
+            return 0
+        return len(self.settings(config, dataset, method)["lambdas"])
+
     def feature_settings(self, config: dict, dataset: str) -> dict:
         """What defines a split's feature file (experiments that need ``features``)."""
         raise NotImplementedError

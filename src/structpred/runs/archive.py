@@ -142,6 +142,18 @@ def upstream(config: dict, experiment, dataset, method, split) -> tuple[list[str
     return files, (f"{experiment}/{dataset}/{method}/selection.csv" if "selection" in needs else None)
 
 
+def lambda_fit_paths(config: dict, path: str) -> list[str]:
+    """The records of the lambda jobs (rule ``fit_lambda``) the job writing ``path`` reads, beside its
+    fit cache (``split<k>.fits/lambda<i>.json``; none where its lambdas are not jobs of their own):
+    reusing the job's rows takes them too, or Snakemake refits its lambdas."""
+    experiment, dataset, method, _ = job_parts(path)
+    try:
+        n = get(experiment).lambda_jobs(config, dataset, method)
+    except (ConfigError, KeyError):
+        return []
+    return [f"{path.removesuffix('.csv')}.fits/lambda{i}.json" for i in range(n)]
+
+
 def _upstream_work(archive: Path, config: dict, path: str, memo: dict) -> tuple[frozenset, frozenset]:
     """For a rerun of the job writing ``path``: (the archived files it can reuse, the upstream
     outputs it must recompute), every level up.  An upstream job is reused when the archive holds
@@ -155,8 +167,9 @@ def _upstream_work(archive: Path, config: dict, path: str, memo: dict) -> tuple[
     for u in runs:
         u_reuse, u_redo = _upstream_work(archive, config, u, memo)
         reuse |= u_reuse
-        if not u_redo and (archive / u).is_file() and (archive / history_path(u)).is_file():
-            reuse |= {u, history_path(u)}
+        files = {u, history_path(u), *lambda_fit_paths(config, u)}
+        if not u_redo and all((archive / f).is_file() for f in files):
+            reuse |= files
         else:
             redo |= u_redo | {u}
     if selection is not None:
@@ -247,12 +260,12 @@ TIMEOUT_FACTOR, TIMEOUT_SLACK = 3.0, 120.0
 
 def verify_commands(targets: list[str], cores: int = 1, configfile=None) -> tuple[list[str], list[str]]:
     """The two Snakemake runs of :func:`verify`: first everything the ``targets`` need but the
-    training jobs and model selections (data fetch, views, features: ``--omit-from run_job
-    select_model``), then, once the archived upstream files are copied in after them (newer than
+    training jobs, lambda fits and model selections (data fetch, views, features: ``--omit-from
+    run_job select_model fit_lambda``), then, once the archived upstream files are copied in after them (newer than
     every input, so Snakemake reuses them: files without metadata trigger no rerun), the targets."""
     extra = ["--configfile", str(configfile)] if configfile else []
     run = [sys.executable, "-m", "snakemake", *targets, "--cores", str(cores), "--keep-going", *extra]
-    return [*run, "--omit-from", "run_job", "select_model"], run
+    return [*run, "--omit-from", "run_job", "select_model", "fit_lambda"], run
 
 
 def place_upstream(archive, files: list[str], root) -> None:

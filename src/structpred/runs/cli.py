@@ -93,7 +93,7 @@ def _simulate(args) -> int:
         raise ConfigError("--simulate-cores takes core counts of at least 1")
     jobs, left = tasks(args.archive, _load_config(args.config))
     total = sum(sum(t.parts) for t in jobs)
-    print(f"{len(jobs)} timed archived jobs, {total / 3600:.1f} CPU-hours of fitting; left out: "
+    print(f"{sum(len(t.key) == 4 for t in jobs)} timed archived jobs, {total / 3600:.1f} CPU-hours of fitting; left out: "
           f"{left['untimed']} untimed, {left['not archived']} not archived (data and feature jobs count 0)")
     for n in args.simulate_cores:
         end, longest = makespan(jobs, n)

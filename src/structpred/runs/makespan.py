@@ -6,7 +6,9 @@ the job's CPU seconds where its numerics record keeps them: a busy machine infla
 job that fits its lambdas
 ``threads`` at a time (an experiment's :meth:`~structpred.papers.registry.Experiment.threads`)
 holds ``min(threads, N)`` cores for the longest-processing-time schedule of its per-lambda seconds
-on them.  A job whose threads run inside each fit (its numerics record's ``fit_threads``: AGM's
+on them; on the datasets its experiment fits a lambda per job
+(:meth:`~structpred.papers.registry.Experiment.lambda_jobs`), each lambda's seconds are a one-core
+task of their own (key ``(..., "lambda<i>")``), which the job (0 seconds) waits for.  A job whose threads run inside each fit (its numerics record's ``fit_threads``: AGM's
 SRL fits) is a task of its fits' wall seconds on that many cores (not scaled to its CPU seconds, the
 sum over its threads) that holds ``min(threads, N)`` cores; on fewer cores than it ran on, its
 time grows in proportion (as if its threads had scaled perfectly).  A job waits for the jobs whose results it reads
@@ -77,8 +79,12 @@ def tasks(archive, config: dict) -> tuple[list[Task], dict[str, int]]:
                 continue
             source = exp.runs_source(config, dataset, method)
             deps = [(source, d, m, split if k is None else k) for d, m, k in exp.run_inputs(config, dataset, method)]
-            out.append(Task((name, dataset, method, split), seconds, exp.threads(config, dataset, method), deps,
-                            fit_threads))
+            key = (name, dataset, method, split)
+            if fit_threads == 1 and len(seconds) == exp.lambda_jobs(config, dataset, method) > 1:
+                fits = [Task((*key, f"lambda{i}"), [s], 1, deps) for i, s in enumerate(seconds)]
+                out += [*fits, Task(key, [0.0], 1, [f.key for f in fits])]   # the job reads its lambda jobs' fits
+                continue
+            out.append(Task(key, seconds, exp.threads(config, dataset, method), deps, fit_threads))
     return out, left
 
 
@@ -115,7 +121,7 @@ def makespan(jobs: list[Task], cores: int) -> tuple[float, Task | None]:
     now, free, end = 0.0, cores, 0.0
     while ready or running:
         held = []
-        while ready:
+        while ready and free > 0:   # every job holds a core: none starts on none
             prio, k = heapq.heappop(ready)
             if wall[k][1] <= free:
                 free -= wall[k][1]

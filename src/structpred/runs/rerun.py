@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from structpred.papers.registry import get
-from structpred.runs.archive import (_run_until, history_path, job_parts, job_path, place_upstream, upstream,
-                                     verify_commands)
+from structpred.runs.archive import (_run_until, history_path, job_parts, job_path, lambda_fit_paths,
+                                     place_upstream, upstream, verify_commands)
 from structpred.runs.numerics import fingerprints, machine_class, record_path
 from structpred.runs.staleness import job_status, job_table, read_record
 
@@ -41,11 +41,13 @@ def pending_jobs(experiment: str, config: dict, fresh: set[str]) -> list[str]:
 
 def clear_unfresh(results: Path, paths: list[str], current: dict[str, str], machine: str) -> None:
     """Remove from ``results`` the files of those ``paths`` that an earlier code wrote (no record,
-    or one that is not fresh), so that Snakemake reruns them; today's finished jobs stay."""
+    or one that is not fresh), and their kept fits (``split<k>.fits/``: the same code's), so that
+    Snakemake reruns them; today's finished jobs stay."""
     for path in paths:
         if (results / path).is_file() and job_status(read_record(results / path), current, machine)[0] != "fresh":
             for name in [path, *(f(path) for f in SIDE_FILES)]:
                 (results / name).unlink(missing_ok=True)
+            shutil.rmtree(results / f"{path.removesuffix('.csv')}.fits", ignore_errors=True)
 
 
 def archive_job(results: Path, archive: Path, path: str) -> bool:
@@ -59,6 +61,10 @@ def archive_job(results: Path, archive: Path, path: str) -> bool:
         if (results / name).is_file():
             (archive / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(results / name, archive / name)
+    for fit in (results / path).parent.glob(f"{Path(path).stem}.fits/lambda*.json"):   # its lambda jobs' records
+        dest = archive / fit.relative_to(results)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fit, dest)
     selection = Path(path).parent / "selection.csv"
     if (results / selection).is_file():
         shutil.copyfile(results / selection, archive / selection)
@@ -73,15 +79,19 @@ def select_jobs(paths: list[str], datasets=None, methods=None, splits=None) -> l
     return [p for m in methods for p in paths if job_parts(p)[2] == m] if methods else paths
 
 
-def archived_inputs(part: list[str], experiment: str, config: dict, results: Path, fresh: set[str]) -> list[str]:
-    """The archived files (rows and history) of other experiments' jobs that the jobs ``part`` read
+def archived_inputs(part: list[str], experiment: str, config: dict, results: Path, fresh: set[str],
+                    archive: Path | None = None) -> list[str]:
+    """The archived files (rows and history, and the records of their lambda jobs that ``archive``
+    holds) of other experiments' jobs that the jobs ``part`` read
     and that are ``fresh`` here (:func:`fresh_jobs`) but missing from ``results``: the rerun reads
     them as archived rather than recomputing them (their experiment's own rerun keeps them current)."""
     wanted = set()
     for path in part:
         wanted |= {f for f in upstream(config, *job_parts(path))[0]
                    if f.split("/")[0] != experiment and f in fresh and not (results / f).is_file()}
-    return sorted(wanted | {history_path(f) for f in wanted})
+    return sorted(wanted | {history_path(f) for f in wanted}
+                  | {m for f in wanted for m in lambda_fit_paths(config, f)
+                     if archive is not None and (Path(archive) / m).is_file()})
 
 
 def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, chunk: int = 20,
@@ -107,7 +117,7 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
         part = pending[start:start + chunk]
         clear_unfresh(project / "results", part, current, machine)
         prepare, command = verify_commands([f"results/{p}" for p in part], cores)
-        place = archived_inputs(part, experiment, config, project / "results", fresh)
+        place = archived_inputs(part, experiment, config, project / "results", fresh, archive)
         stopped = False
         if place:   # build the data and features first, then the archived inputs go in newer than them
             log(f"{experiment}: reusing {len(place)} archived files of other experiments' jobs")

@@ -13,6 +13,11 @@ The key digest covers everything a fit depends on: the job's settings, seed, dat
 split and the sha256 of its input files; a change of any of them starts a new folder, so a
 stale fit is never reused.  The folders are plain files: archive them (``runs/``) to resume a
 job on another machine.
+
+A grid may also be fitted a lambda per job (the workflow's rule ``fit_lambda``, for the datasets
+an experiment's ``lambda_jobs`` lists: :meth:`~structpred.papers.registry.Experiment.lambda_jobs`):
+under :func:`only_lambda`, :func:`fit_grid` fits (or finds) the one lambda it names, keeps it in the
+cache and raises :class:`LambdaFitted`; the job that then runs the whole grid finds every fit there.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import pandas as pd
@@ -27,9 +34,34 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
 from structpred.data.acquire import sha256_file
+from structpred.errors import ConfigError
 from structpred.io import atomic_open, write_text
 
 log = logging.getLogger(__name__)
+
+#: the index into its grid of the one lambda :func:`fit_grid` fits (:func:`only_lambda`), or None
+_ONLY: ContextVar[int | None] = ContextVar("only_lambda", default=None)
+
+
+class LambdaFitted(Exception):
+    """Raised by :func:`fit_grid` under :func:`only_lambda` once its lambda's fit is in the cache
+    (the job's remaining work needs the whole grid): that fit's ``lam`` and ``record``, and ``whole``,
+    whether it was fitted from its first pass here (not found finished or resumed)."""
+
+    def __init__(self, lam: float, record: dict, whole: bool):
+        super().__init__(f"lam={lam!r} fitted")
+        self.lam, self.record, self.whole = lam, record, whole   # whole: fitted here from its first pass
+
+
+@contextmanager
+def only_lambda(index: int):
+    """Within it, :func:`fit_grid` fits only its grid's lambda at ``index`` (0-based, grid order)
+    into its cache and raises :class:`LambdaFitted`."""
+    token = _ONLY.set(int(index))
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
 
 
 def key_digest(key: dict, inputs=()) -> str:
@@ -58,6 +90,12 @@ class FitCache:
         log.info("lam=%g: finished fit read from %s", lam, record_path)
         return json.loads(record_path.read_text(encoding="utf-8")), pd.read_csv(history_path)
 
+    def started(self, lam: float) -> bool:
+        """Whether the fit at ``lam`` has finished or left a per-pass checkpoint (a fit of it now
+        does not cost its whole time)."""
+        stem = self._stem(lam)
+        return stem.with_name(stem.name + ".json").exists() or self.in_progress(lam).exists()
+
     def in_progress(self, lam: float) -> Path:
         """The per-pass checkpoint of the unfinished fit at ``lam`` (the estimators' ``checkpoint``):
         a fit stopped midway resumes after its last pass; :meth:`save` removes it."""
@@ -79,7 +117,17 @@ def fit_grid(fit, lambdas, *, cache: FitCache | None = None, n_jobs: int = 1):
     from ``cache``, in grid order (a generator), ``n_jobs`` lambdas at a time in separate processes:
     the fits are independent (each starts from the same seed), so the results do not depend on
     ``n_jobs``, and a job's ``threads`` can fit its grid side by side.  ``fit`` must pickle
-    (a module-level function, or a :func:`functools.partial` of one)."""
+    (a module-level function, or a :func:`functools.partial` of one).  Under :func:`only_lambda`:
+    only that lambda, into ``cache`` (required), then :class:`LambdaFitted`."""
+    index = _ONLY.get()
+    if index is not None:
+        lambdas = list(lambdas)
+        if cache is None or not 0 <= index < len(lambdas):
+            raise ConfigError(f"a lambda job needs a fit cache and an index below the grid's {len(lambdas)} lambdas"
+                              f" (got {index}{'' if cache is not None else ', no cache'})")
+        whole = not cache.started(lambdas[index])
+        record, _ = _fit_or_resume(fit, lambdas[index], cache)
+        raise LambdaFitted(float(lambdas[index]), record, whole)
     if n_jobs == 1:
         return (_fit_or_resume(fit, lam, cache) for lam in lambdas)
     return Parallel(n_jobs=n_jobs, return_as="generator")(delayed(_fit_or_resume)(fit, lam, cache) for lam in lambdas)

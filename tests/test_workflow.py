@@ -81,8 +81,8 @@ def test_paper_config_drysnakemake(workdir):
     assert counts["curve_table"] == 6 and counts["curve_figure"] == 6 + 5 + 1 + 20 + 5 * 20
     assert counts["html_report"] == 1
     # OCR jobs fit each lambda as a one-core job of its own (lambda_jobs: [ocr], which the code-protocol
-    # table built over m4n_table1 inherits: its 5 lambdas), as the NER column's (its methods' grids: 32)
-    assert counts["fit_lambda"] == 3 * 14 * 10 + 3 * 14 * 5 + 32
+    # table built over m4n_table1 inherits: its 5 lambdas)
+    assert counts["fit_lambda"] == 3 * 14 * 10 + 3 * 14 * 5
     for method in ("M3N", "CRF", "M4N"):
         assert f"logs/jobs/m4n_table1/ocr/{method}/split0.lambda9.log" in out, method
         assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+resources:", out)

@@ -181,7 +181,8 @@ def test_lambda_jobs_are_the_grid_on_the_listed_datasets_of_a_resumable_experime
     assert table1.lambda_jobs(config, "ocr", "M4N") == len(config["m4n_table1"]["lambdas"]) == 10
     assert table1.lambda_jobs(config, "iris", "M4N") == 0
     ner = get("casimir_ner_heldout")
-    assert ner.lambda_jobs(config, "conll2003", "M3N") == 0
-    assert ner.lambda_jobs({**config, ner.name: {**config[ner.name], "lambda_jobs": ["conll2003"]}},
-                           "conll2003", "M3N") == 5   # its widened grid
+    assert config[ner.name]["lambda_jobs"] == ["conll2003"]
+    assert ner.lambda_jobs(config, "conll2003", "M3N") == 5    # its widened grid
+    assert ner.lambda_jobs(config, "conll2003", "M4N") == 4    # the block's
+    assert ner.lambda_jobs({**config, ner.name: {**config[ner.name], "lambda_jobs": []}}, "conll2003", "M3N") == 0
     assert not get("qs_robust").resumable and get("qs_robust").lambda_jobs(config, "ocr", "QS") == 0

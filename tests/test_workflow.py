@@ -81,8 +81,11 @@ def test_paper_config_drysnakemake(workdir):
     assert counts["curve_table"] == 6 and counts["curve_figure"] == 6 + 5 + 1 + 20 + 5 * 20
     assert counts["html_report"] == 1
     # OCR jobs fit each lambda as a one-core job of its own (lambda_jobs: [ocr], which the code-protocol
-    # table built over m4n_table1 inherits: its 5 lambdas)
-    assert counts["fit_lambda"] == 3 * 14 * 10 + 3 * 14 * 5
+    # table built over m4n_table1 inherits: its 5 lambdas), and so do the held-out NER jobs (their grids:
+    # 5 lambdas for M3N, AGM, SGD and Casimir-SVRG, 4 for CRF, M4N and QS)
+    assert counts["fit_lambda"] == 3 * 14 * 10 + 3 * 14 * 5 + 4 * 5 + 3 * 4
+    assert "logs/jobs/casimir_ner_heldout/conll2003/M4N/split0.lambda3.log" in out
+    assert re.search(r"experiment=casimir_ner_heldout, dataset=conll2003, method=M4N, split=0\n\s+resources:", out)
     for method in ("M3N", "CRF", "M4N"):
         assert f"logs/jobs/m4n_table1/ocr/{method}/split0.lambda9.log" in out, method
         assert re.search(rf"experiment=m4n_table1, dataset=ocr, method={method}, split=0\n\s+resources:", out)

@@ -25,7 +25,8 @@ with rule_script(snakemake) as log:  # noqa: F821 (snakemake injects it)
                      method=wc.method, split=int(wc.split), threads=1,
                      checkpoint=str(Path(snakemake.output[0]).parent))  # noqa: F821
     except LambdaFitted as done:
-        log.info("lam=%g fitted in %.1f s", done.lam, done.record["seconds"])
+        log.info("lam=%g %s (its fit took %.1f s)", done.lam, "fitted" if done.whole else "resumed or read from the cache",
+                 done.record["seconds"])
         write_text(snakemake.output[0], json.dumps(  # noqa: F821
             {"lam": done.lam, "seconds": done.record["seconds"], "cpu_seconds": process_tree_cpu_seconds(),
              "cpu_partial": not done.whole}) + "\n")

@@ -174,7 +174,8 @@ def test_the_experiments_command_lists_jobs_data_and_archive(capsys, monkeypatch
     assert main(["experiments"]) == 0
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
     assert rows["m4n_table1_code"][1:4] == ["546", "546", "2.70"]          # jobs, archived, CPU-hours (its last 68 jobs rerun with their CPU seconds)
-    assert rows["agm_emotion_converged"][3] == "-"                           # archived, never timed
+    assert rows["agm_emotion_converged"][3] == "1.10"                        # rerun at c1367e4c with its CPU seconds
+    assert rows["casimir_voc"][2:4] == ["0", "-"]                             # nothing archived, never timed
     assert rows["casimir_ner_tuned"][1] == "865" and rows["qs_robust"][4] == "none"     # reads no raw file
 
 

@@ -262,3 +262,22 @@ def test_a_cells_training_subsample_cuts_the_training_part_only(tmp_path):
         **config["matrix"]["tasks"]["mc"], "train_subsample": {"M3N": 0.5}}}}}
     with pytest.raises(ConfigError, match="only a cell fitted here"):
         m.settings(bad, "iris", "M3N")
+
+
+def test_a_fitted_cells_own_grid_widens_the_sources_and_keeps_its_fits():
+    """method_lambdas: a fitted cell's own grid on a task fitted on split features (OCR's SGD and
+    QS chose the bottom of m4n_table1's); a borrowed cell keeps its source's grid (one clear error);
+    the fit cache's key leaves the grid out, so a widened grid fits only its new lambdas."""
+    m, spec = get("matrix"), CONFIG["matrix"]["tasks"]["seq"]
+    source = get("m4n_table1").settings(CONFIG, "ocr", "M3N")["lambdas"]
+    sgd = m.settings(CONFIG, "ocr", "SGD")["lambdas"]
+    assert sgd == spec["method_lambdas"]["SGD"] and sgd[:len(source)] == source and min(sgd) < min(source)
+    assert m.settings(CONFIG, "ocr", "Casimir-SVRG")["lambdas"] == source
+    bad = {**CONFIG, "matrix": {**CONFIG["matrix"], "tasks": {**CONFIG["matrix"]["tasks"], "seq": {
+        **spec, "method_lambdas": {"M3N": [1.0]}}}}}
+    with pytest.raises(ConfigError, match="method_lambdas of M3N: its cell is read from m4n_table1"):
+        m.settings(bad, "ocr", "M3N")
+    wide = m.settings(CONFIG, "ocr", "SGD")
+    key = lambda settings, split=0: m.fit_key(settings, seed=0, dataset="ocr", method="SGD", split=split)  # noqa: E731
+    assert key(wide) == key({**wide, "lambdas": source}) != key({**wide, "budget": {"n_passes": 2}})
+    assert key(wide) != key(wide, split=1)

@@ -246,6 +246,9 @@ class Matrix(Experiment):
                                                           or self.delegates(config, dataset)):
             raise ConfigError(f"matrix: task {task}'s train_subsample of {method}: only a cell fitted here on "
                               "split features takes a training subsample")
+        if method in spec.get("method_lambdas", {}) and self.borrowed(config, dataset, method):
+            raise ConfigError(f"matrix: task {task}'s method_lambdas of {method}: its cell is read from "
+                              f"{spec['source']}, whose grid is that table's")
         if self.borrowed(config, dataset, method):
             return {"task": task, "method": method, "source": spec["source"],
                     "source_method": self.source_method(config, dataset, method), **metrics}
@@ -255,7 +258,8 @@ class Matrix(Experiment):
                     "task": task, "method": method, "protocol": spec["source"], **metrics,
                     "budget": dict(self.block(config)["budgets"].get(method, {}))}
         src = self._source_settings(config, dataset)
-        out = {"task": task, "method": method, "loss": src["loss"], "lambdas": list(src["lambdas"]),
+        grid = spec.get("method_lambdas", {}).get(method, src["lambdas"])
+        out = {"task": task, "method": method, "loss": src["loss"], "lambdas": list(grid),
                "budget": dict(self.block(config)["budgets"].get(method, {}))}
         if src.get("space"):
             out["space"] = dict(src["space"])
@@ -293,12 +297,17 @@ class Matrix(Experiment):
                                       random_state=int_seed(seed, dataset, "order", split))
         cache = None
         if checkpoint is not None:
-            key = {"experiment": self.name, "dataset": dataset, "method": method, "split": split, "seed": seed,
-                   "settings": settings}
-            cache = FitCache(checkpoint, key, [inputs["features"]])
+            cache = FitCache(checkpoint, self.fit_key(settings, seed=seed, dataset=dataset, method=method,
+                                                      split=split), [inputs["features"]])
         records, history = fit_lambda_grid(arrays, job, n_jobs=threads, cache=cache, fit=fit_cell)
         return records_to_rows(records, experiment=self.name, task=job.task, dataset=dataset, method=method,
                                split=split), history
+
+    def fit_key(self, settings, *, seed, dataset, method, split) -> dict:
+        """What a cell's fit at one lambda depends on (its :class:`FitCache` key): not the rest of the
+        grid (each fit starts from the same seed), so a widened grid fits only its new lambdas."""
+        return {"experiment": self.name, "dataset": dataset, "method": method, "split": split, "seed": seed,
+                "settings": {k: v for k, v in settings.items() if k != "lambdas"}}
 
     def time_job(self, inputs, settings, *, seed, dataset, method, passes=2):
         """CPU seconds of one job on M4N Table 1's split features (``structpred runs estimate``):

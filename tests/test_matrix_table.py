@@ -272,7 +272,9 @@ def test_a_fitted_cells_own_grid_widens_the_sources_and_keeps_its_fits():
     source = get("m4n_table1").settings(CONFIG, "ocr", "M3N")["lambdas"]
     sgd = m.settings(CONFIG, "ocr", "SGD")["lambdas"]
     assert sgd == spec["method_lambdas"]["SGD"] and sgd[:len(source)] == source and min(sgd) < min(source)
-    assert m.settings(CONFIG, "ocr", "Casimir-SVRG")["lambdas"] == source
+    for method in ("QS", "SGD", "Casimir-SVRG", "AGM"):
+        assert m.settings(CONFIG, "ocr", method)["lambdas"] == spec["method_lambdas"].get(method, source)
+    assert m.settings(CONFIG, "iris", "SGD")["lambdas"] == get("m4n_table1").settings(CONFIG, "iris", "M3N")["lambdas"]
     bad = {**CONFIG, "matrix": {**CONFIG["matrix"], "tasks": {**CONFIG["matrix"]["tasks"], "seq": {
         **spec, "method_lambdas": {"M3N": [1.0]}}}}}
     with pytest.raises(ConfigError, match="method_lambdas of M3N: its cell is read from m4n_table1"):

@@ -246,9 +246,6 @@ class Matrix(Experiment):
                                                           or self.delegates(config, dataset)):
             raise ConfigError(f"matrix: task {task}'s train_subsample of {method}: only a cell fitted here on "
                               "split features takes a training subsample")
-        if method in spec.get("method_lambdas", {}) and self.borrowed(config, dataset, method):
-            raise ConfigError(f"matrix: task {task}'s method_lambdas of {method}: its cell is read from "
-                              f"{spec['source']}, whose grid is that table's")
         if self.borrowed(config, dataset, method):
             return {"task": task, "method": method, "source": spec["source"],
                     "source_method": self.source_method(config, dataset, method), **metrics}

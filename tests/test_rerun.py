@@ -131,3 +131,65 @@ def test_a_reused_upstream_job_comes_with_its_lambda_jobs_records(tmp_path):
         (archive / path).write_text("{}")
     reuse, redo = reuse_plan(archive, jobs, CONFIG)
     assert set(lambda_fit_paths(CONFIG, ocr)) | {ocr} <= set(reuse) and ocr not in redo
+
+
+def _fit(folder, digest, lam, history=True):
+    (folder / digest).mkdir(parents=True, exist_ok=True)
+    (folder / digest / f"lam={lam}.json").write_text(f'{{"lam": {lam}, "val_loss": 0.5}}\n')
+    if history:
+        (folder / digest / f"lam={lam}.history.csv").write_text("pass,gap\n1,0.25\n")
+
+
+def test_keep_and_restore_fits_move_only_finished_fits_of_the_same_code(tmp_path):
+    results, archive, fresh = tmp_path / "results", tmp_path / "runs", tmp_path / "elsewhere"
+    path, fp = "e/d/m/split0.csv", {"chain.M4N": "a" * 16}
+    fits = results / "e/d/m/split0.fits"
+    _fit(fits, "0123", 0.5)
+    _fit(fits, "0123", 0.25)
+    _fit(fits, "0123", 0.125, history=False)                 # a record without history: still being written
+    (fits / "0123/lam=0.0625.passes.pkl").write_bytes(b"x" * 64)   # the running fit's checkpoint
+    (fits / "lambda0.json").write_text("{}")                 # a lambda job's record: not a kept fit
+    assert rerun.keep_fits(results, archive, path, fp, "m1") == 2
+    kept = archive / "e/d/m/split0.fits"
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file()) == [
+        "0123/lam=0.25.history.csv", "0123/lam=0.25.json", "0123/lam=0.5.history.csv", "0123/lam=0.5.json",
+        "kept.json"]
+    # another code's or another machine class's fits are not put back; the same code's are, once
+    assert rerun.restore_fits(archive, fresh, path, {"chain.M4N": "b" * 16}, "m1") == 0
+    assert rerun.restore_fits(archive, fresh, path, fp, "m2") == 0
+    assert not (fresh / "e/d/m/split0.fits").exists()
+    assert rerun.restore_fits(archive, fresh, path, fp, "m1") == 2
+    assert (fresh / "e/d/m/split0.fits/0123/lam=0.5.json").read_bytes() == (fits / "0123/lam=0.5.json").read_bytes()
+    assert rerun.restore_fits(archive, fresh, path, fp, "m1") == 0
+    # the finished job's kept fits leave the archive; its lambda jobs' records stay
+    (kept / "lambda0.json").write_text("{}")
+    rerun.drop_kept_fits(archive, path)
+    assert sorted(p.name for p in kept.iterdir()) == ["lambda0.json"]
+
+
+def test_a_stopped_rerun_resumes_on_a_fresh_checkout_from_the_fits_it_archived(tmp_path, monkeypatch):
+    """The first rerun stops with one of the job's lambda fits finished; a rerun in another checkout
+    finds it in its ``results/`` before Snakemake runs; when the job finishes, the kept fit leaves the archive."""
+    archive, first, second = tmp_path / "runs", tmp_path / "first", tmp_path / "second"
+    job = "m4n_table1/ocr/M4N/split0.csv"
+    monkeypatch.setattr(rerun, "fingerprints", lambda paths: {p: "f" * 16 for p in paths})
+    archive.mkdir()
+    seen = []
+
+    def stopped(command, project, deadline):     # Snakemake stopped at the deadline, one fit done
+        _fit(project / "results/m4n_table1/ocr/M4N/split0.fits", "abcd", 0.5)
+        return None, True
+
+    def finishes(command, project, deadline):
+        seen.append(sorted(p.name for p in (project / "results/m4n_table1/ocr/M4N/split0.fits/abcd").iterdir()))
+        write_job(project / "results", "m4n_table1", "ocr", "M4N", 0, record=rec({}))
+        return None, False
+
+    select = {"datasets": ["ocr"], "methods": ["M4N"], "splits": [0], "log": lambda line: None}
+    monkeypatch.setattr(rerun, "_run_until", stopped)
+    assert rerun.rerun(first, archive, "m4n_table1", CONFIG, **select) == (0, 1)
+    assert (archive / "m4n_table1/ocr/M4N/split0.fits/abcd/lam=0.5.json").is_file()
+    monkeypatch.setattr(rerun, "_run_until", finishes)
+    assert rerun.rerun(second, archive, "m4n_table1", CONFIG, **select) == (1, 1)
+    assert seen == [["lam=0.5.history.csv", "lam=0.5.json"]]
+    assert (archive / job).is_file() and not (archive / "m4n_table1/ocr/M4N/split0.fits/abcd").exists()

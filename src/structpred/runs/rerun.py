@@ -8,15 +8,25 @@ fingerprints are today's, on this machine class: :mod:`structpred.runs.staleness
 never rerun, so the command run again later picks up where the last one stopped. Run it in a
 checkout whose ``results/`` holds nothing older than its code (a fresh clone, or a worktree at the
 commit being archived): upstream outputs found there are reused.
+
+A job stopped part-way (``--hours``) loses only the lambda fit that was running: its finished lambda
+fits (``split<k>.fits/<digest>/lam=<lam>.json`` and history, a kilobyte each; not the running
+fit's per-pass checkpoint) go into the archive with the fingerprints and machine class of the code
+that made them (:func:`keep_fits`), and the next rerun, on any machine of that class at code with
+the same fingerprints, puts them back into ``results/`` before Snakemake runs (:func:`restore_fits`),
+so the job fits only the lambdas it lacks.  When the job finishes its kept fits leave the archive
+(:func:`drop_kept_fits`): its rows hold their records.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from structpred.io import write_text
 from structpred.papers.registry import get
 from structpred.runs.archive import (_run_until, history_path, job_parts, job_path, lambda_fit_paths,
                                      place_upstream, upstream, verify_commands)
@@ -25,6 +35,65 @@ from structpred.runs.staleness import job_status, job_table, read_record
 
 #: the files a job writes beside its rows (``split<k>.csv``) that the archive keeps
 SIDE_FILES = (history_path, lambda p: str(record_path(p)))
+#: beside a stopped job's kept fits in the archive: the fingerprints and machine class that made them
+KEPT = "kept.json"
+
+
+def _fits(root: Path, path: str) -> Path:
+    """The job's kept-fits folder (``split<k>.fits``) under ``root``."""
+    return Path(root) / f"{path.removesuffix('.csv')}.fits"
+
+
+def _finished_fits(folder: Path) -> list[Path]:
+    """The finished fits' files under ``folder`` (each ``<digest>/lam=<lam>.json`` with its history;
+    a record without its history is a fit still being written)."""
+    out = []
+    for record in sorted(folder.glob("*/lam=*.json")):
+        history = record.with_name(record.name.removesuffix(".json") + ".history.csv")
+        if history.is_file():
+            out += [history, record]
+    return out
+
+
+def keep_fits(results: Path, archive: Path, path: str, fingerprints: dict, machine: str) -> int:
+    """Copy the unfinished job ``path``'s finished lambda fits from ``results`` into ``archive``
+    with ``kept.json`` (the ``fingerprints`` of the job's code paths, the ``machine`` class);
+    returns how many fits it copied."""
+    source, dest = _fits(results, path), _fits(archive, path)
+    files = _finished_fits(source)
+    for f in files:
+        (dest / f.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest / f.relative_to(source))
+    if files:
+        write_text(dest / KEPT, json.dumps({"fingerprints": fingerprints, "machine": machine}, sort_keys=True) + "\n")
+    return len(files) // 2
+
+
+def restore_fits(archive: Path, results: Path, path: str, fingerprints: dict, machine: str) -> int:
+    """Copy into ``results`` the fits :func:`keep_fits` archived for ``path`` that ``results`` lacks,
+    if their code's fingerprints are ``fingerprints`` and their machine class is ``machine`` (else
+    none: another code's fits would pass for today's, since a fit's key names no code); returns how
+    many fits it copied."""
+    source, dest = _fits(archive, path), _fits(results, path)
+    kept = source / KEPT
+    if not kept.is_file():
+        return 0
+    made = json.loads(kept.read_text(encoding="utf-8"))
+    if made.get("fingerprints") != fingerprints or made.get("machine") != machine:
+        return 0
+    files = [f for f in _finished_fits(source) if not (dest / f.relative_to(source)).is_file()]
+    for f in files:
+        (dest / f.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest / f.relative_to(source))
+    return len(files) // 2
+
+
+def drop_kept_fits(archive: Path, path: str) -> None:
+    """Remove a finished job's kept fits from ``archive`` (its lambda jobs' records stay)."""
+    source = _fits(archive, path)
+    (source / KEPT).unlink(missing_ok=True)
+    for folder in {f.parent for f in source.glob("*/lam=*")}:
+        shutil.rmtree(folder)
 
 
 def fresh_jobs(archive, config: dict) -> set[str]:
@@ -111,11 +180,19 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
     exp = get(experiment)
     current = fingerprints({p for d, m, _ in exp.jobs(config) for p in exp.numeric_paths(config, d, m)})
     machine, done = machine_class(), 0
+
+    def own(path):      # the fingerprints of the job's own code paths
+        _, d, m, _ = job_parts(path)
+        return {p: current[p] for p in sorted(exp.numeric_paths(config, d, m))}
+
     for start in range(0, len(pending), chunk):
         if deadline is not None and time.monotonic() >= deadline:
             break
         part = pending[start:start + chunk]
         clear_unfresh(project / "results", part, current, machine)
+        restored = sum(restore_fits(archive, project / "results", p, own(p), machine) for p in part)
+        if restored:
+            log(f"{experiment}: {restored} lambda fits kept in the archive put back")
         prepare, command = verify_commands([f"results/{p}" for p in part], cores)
         place = archived_inputs(part, experiment, config, project / "results", fresh, archive)
         stopped = False
@@ -126,6 +203,14 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
         if not stopped:
             proc, stopped = _run_until(command, project, deadline)
         finished = [p for p in part if archive_job(project / "results", archive, p)]
+        kept = 0
+        for p in part:
+            if p in finished:
+                drop_kept_fits(archive, p)
+            else:
+                kept += keep_fits(project / "results", archive, p, own(p), machine)
+        if kept:
+            log(f"{experiment}: {kept} finished lambda fits of unfinished jobs kept in the archive")
         done += len(finished)
         log(f"{experiment}: chunk {start // chunk + 1}: {len(finished)} of {len(part)} jobs archived"
             f" ({done} of {len(pending)} so far)")

@@ -45,7 +45,12 @@ copied into the lane-major layout, about 2 us a word at ``R = 26``) eats what th
 (``bench/bench_chain.py``: 0.8x the single-word loop), so ``decode``, ``loss_augmented`` and the
 hashed window map's evaluation (two Viterbis a sentence, behind the hashed scores) stay word by
 word.  Nor the sample-by-sample passes (SDCA,
-BCFW, GBCFW, SGD, SVRG): each step there needs the weights the previous step left.
+BCFW, GBCFW, SGD, SVRG): each step there needs the weights the previous step left.  The max-min
+SP-MP has no block kernel: its one batch caller is M4N's primal evaluation
+(``MaxMinMargin.bounds``, every ``eval_every`` passes: 5 of every 55 SP-MP calls on a word in an
+m4n_table1 OCR fit, the other 50 being GBCFW's sequential steps), started from per-word warm
+states whose rescued entries and ranked steps (``_chain_kernels._scaled_project``) differ from
+word to word, so lanes would diverge where those states spend their time.
 """
 
 from __future__ import annotations

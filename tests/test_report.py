@@ -504,12 +504,12 @@ def test_each_table_names_the_commits_its_runs_were_computed_at(tmp_path):
         (job / f"split{k}.numerics.json").write_text(json.dumps({"commit": commit}))
     records = record_commits(archive_records(tmp_path / "runs", "exp_a"))
     assert records == {"abc1234": 2, "def5678+dirty": 1}
-    text = computed_at(readme_commits(readme)["exp_a"], records, 3, "runs/README.md")
-    assert text == ("computed at commits f4a98cd, 47dd667, a166985 (the code lines of runs/README.md); 3 of 3 jobs "
-                    "carry a numerics record naming the commit they ran at: abc1234 (2), def5678+dirty (1)")
+    assert computed_at(readme_commits(readme)["exp_a"], records, 3, "runs/README.md") == (
+        "computed at commits f4a98cd, 47dd667, a166985 (the code lines of runs/README.md); 3 of 3 jobs "
+        "carry a numerics record naming the commit they ran at", "abc1234 (2), def5678+dirty (1)")
     assert computed_at([], record_commits([]), 3, "runs/README.md") == (
         "the commit its runs were computed at is unknown: runs/README.md names none and no job carries a "
-        "numerics record")
+        "numerics record", "")
 
 
 def test_the_render_commit_is_the_last_that_changed_anything_outside_the_report(tmp_path):
@@ -548,3 +548,20 @@ def test_methods_in_one_figure_never_share_a_colour():
     colours = method_colours(["M3N", "CRF", "M4N", "AGM", "SGD", "Casimir-SVRG"])
     assert len(set(colours)) == 6 and colours[:4] == [METHOD_COLOURS[m] for m in ("M3N", "CRF", "M4N", "AGM")]
     assert colours[4] not in colours[:4] and colours[5] not in colours[:5]
+
+
+def test_a_long_list_of_run_commits_is_folded_below_the_runs_line():
+    """A section names its jobs' commits inline up to ``INLINE_COMMITS``; a longer list (m4n_table1's
+    archive: runs at more than three commits) is counted on the runs line and folded just below it."""
+    import re
+
+    from structpred.report.html import INLINE_COMMITS
+
+    page = (Path(__file__).resolve().parents[1] / "reports" / "m4n.html").read_text(encoding="utf-8")
+    section = page[page.index("<section id='m4n_table1'>"):]
+    runs = re.search(r"Runs: [^<]*naming the commit they ran at \((\d+) commits, below\)\.", section)
+    assert runs and int(runs.group(1)) > INLINE_COMMITS
+    folded = re.search(rf"<details class=meta><summary>The {runs.group(1)} commits its jobs' numerics records name "
+                       r"\(jobs each\)</summary><p class=meta>([^<]*)\.</p></details>", section)
+    assert folded and folded.start() < section.index("Departures from the paper")
+    assert len(re.findall(r"\b[0-9a-f]{40}(?:\+dirty)? \(\d+\)", folded.group(1))) == int(runs.group(1))

@@ -337,19 +337,24 @@ def ledger_section(rows: pd.DataFrame, ledger_path: str, href: dict, titles: dic
 
 # --- the pages --------------------------------------------------------------------------------
 
-def _commits_of(name: str, archive, readme: dict, results: dict | None) -> str:
-    """Where the runs behind a table were computed, in one sentence: from the workflow's result
-    files' numerics records (``results``: experiment -> (records, jobs)), else from the run
-    archive (its README's code lines and its numerics records); empty with neither."""
+def _commits_of(name: str, archive, readme: dict, results: dict | None) -> tuple[str, str]:
+    """Where the runs behind a table were computed (:func:`computed_at`: the sentence and the
+    list of the jobs' commits): from the workflow's result files' numerics records (``results``:
+    experiment -> (records, jobs)), else from the run archive (its README's code lines and its
+    numerics records); empty with neither."""
     if results is not None:
         records, jobs = results.get(name, ([], 0))
         return computed_at([], record_commits(records), jobs or None, None)
     if archive is None:
-        return ""
+        return "", ""
     folder = Path(archive) / name
     jobs = sum(1 for _ in folder.rglob("split*[0-9].csv")) if folder.is_dir() else None
     return computed_at(readme.get(name, []), record_commits(archive_records(archive, name)), jobs,
-                       f"{Path(archive).name}/README.md")
+                             f"{Path(archive).name}/README.md")
+
+
+#: a section lists the jobs' commits inline up to this many, else folded below its meta line
+INLINE_COMMITS = 3
 
 
 def write_index(path, *, config: dict, tables, tests, figures, stamps, references,
@@ -416,9 +421,12 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         experiment = get(name)
         out = [f"<section id='{name}'><h2>{html.escape(experiment.title)}</h2>"]
         meta = []
-        commits = _commits_of(name, archive, readme, from_results)
+        commits, listed = _commits_of(name, archive, readme, from_results)
+        n_listed = listed.count("), ") + 1 if listed else 0
+        folded = n_listed > INLINE_COMMITS
         if commits:
-            meta.append(f"Runs: {html.escape(commits)}.")
+            tail = f" ({n_listed} commits, below)" if folded else (f": {listed}" if listed else "")
+            meta.append(f"Runs: {html.escape(commits + tail)}.")
         if name in status:
             meta.append(f"Run archive (<code>runs/{html.escape(name)}</code>, <code>structpred runs status</code>): "
                         f"{html.escape(describe(status[name]))}.")
@@ -429,6 +437,9 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
             meta.append(f"Claims on this table: <a href='#ledger-{name}'>"
                         f"{_count_text(ledger[ledger['table'] == name])}</a>.")
         out.append("<p class=meta>" + " ".join(meta) + "</p>")
+        if folded:
+            out.append(f"<details class=meta><summary>The {n_listed} commits its jobs' numerics records name "
+                       f"(jobs each)</summary><p class=meta>{html.escape(listed)}.</p></details>")
         departures = config.get(name, {}).get("departures", []) if isinstance(config.get(name), dict) else []
         if departures:
             items = "".join(f"<li>{html.escape(fill_departure(d, table, tables_by_name))}</li>" for d in departures)

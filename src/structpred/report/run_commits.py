@@ -69,19 +69,23 @@ def result_records(result_paths) -> dict[str, list[Path]]:
     return out
 
 
-def computed_at(named: list[str], records: Counter, jobs: int | None, source: str | None) -> str:
-    """One sentence: the commits ``source`` (the archive's README; ``None``: none read) names, and
-    the numerics records' commits with their counts of ``jobs``; or that the commit is unknown."""
+def computed_at(named: list[str], records: Counter, jobs: int | None, source: str | None) -> tuple[str, str]:
+    """Where a table's runs were computed: one sentence (the commits ``source``, the archive's README,
+    names; ``None``: none read; and how many of ``jobs`` carry a numerics record, or that the commit is
+    unknown) and the list of the records' commits (``"<commit> (<jobs>), ..."``, most jobs first;
+    empty without records), apart so that a page can fold a long list away."""
     parts = []
     if named:
         parts.append(f"computed at commit{'s' if len(named) > 1 else ''} {', '.join(named)} "
                      f"(the code lines of {source})")
+    listed = ""
     if records:
         total = sum(records.values())
         of = f" of {jobs}" if jobs else ""
         listed = ", ".join(f"{c} ({n})" for c, n in sorted(records.items(), key=lambda cn: (-cn[1], cn[0])))
-        parts.append(f"{total}{of} jobs carry a numerics record naming the commit they ran at: {listed}")
+        parts.append(f"{total}{of} jobs carry a numerics record naming the commit they ran at")
     if not parts:
         where = f"{source} names none and no job" if source else "no job"
-        return f"the commit its runs were computed at is unknown: {where} carries a numerics record"
-    return "; ".join(parts)
+        return f"the commit its runs were computed at is unknown: {where} carries a numerics record", ""
+    return "; ".join(parts), listed
+

@@ -48,6 +48,13 @@ exact pruned log-sum-exp (the C reference's cost does not depend on the state).
 
 ``kern/C`` and ``loop n/C`` are throughput ratios numba / C (> 1: we are faster).
 
+``max_min IEEE`` and ``max_min all FTZ`` time the same cold and warm calls with the subnormal
+handling changed (``structpred.outputs._subnormals``): ``IEEE`` with ``flush=False`` (the
+projections' scaled sums keep IEEE subnormals: every underflowing product costs the core what
+its hardware charges, a microcode assist on Intel cores), ``all FTZ`` with the whole call under
+``FTZ`` and ``DAZ`` (a diagnostic only: its pairwise averages differ from ``spmp``'s in entries
+below 1e-48).  The line after the table gives their time over ``spmp``'s.
+
 The last lines set the cold SP-MP call (``loop numba``) beside its arithmetic bounds
 (``bench/_bound.py``): the operations one iteration counts on the scaled path (``spmp_counts``:
 ``7 (T-1) R^2`` multiply-adds, ``4 (T-1) R + 4 T R`` exps, ``4 (T-1) R + 2 T`` logs) times this
@@ -723,6 +730,8 @@ def main():
 
         warm_row = "max_min warm"
         rows[warm_row] = {"kernel": per_call(spmp_warm, [(k,) for k in range(n_pool)])}
+        subnormal_rows = subnormal_variants(K, rows, per_call, spmp_row, warm_row, UP, warm, Lw, sp._kind, eta,
+                                            iters, (thU, thP, lnu, mu_node, mu_edge, nu_bar), lnu0)
         if c is not None:  # from the same warm states: the same iterates (states relative to their size)
             dmax = 0.0
             for k in range(n_pool):
@@ -784,10 +793,56 @@ def main():
                     fmt(r.get("loop numba")), fmt(r.get("loop C")), fmt(lc, True)]
             print(f"{name:<18}" + "".join(vals), flush=True)
         print_spmp_bound(T, R, iters, 1.0 / measured[spmp_row]["loop numba"], cut_fraction(U, P, K._CUT))
+        print("SP-MP time / spmp's (kernel column): " + ", ".join(
+            f"{name} {measured[base]['kernel'] / measured[name]['kernel']:.2f}x"
+            for name, base in subnormal_rows.items()))
         print("(loss_augmented runs the viterbi kernel and bayes_decode is numpy only: no kernel column; "
               "both log_partition run the forward recursion only)")
         print_batched(V, U, P, T, R, KBATCH,
                       (nb_viterbi_loop, nb_sum_product_loop, nb_log_partition_loop, nb_top_k_loop), c, seconds)
+
+
+def subnormal_variants(K, rows, per_call, cold_row, warm_row, UP, warm, Lw, kind, eta, iters, state, lnu0):
+    """Rows timing SP-MP's cold and warm calls with IEEE subnormals in the scaled sums
+    (``flush=False``) and with the whole call flushed (a diagnostic); returns {row: its base row}."""
+    from numba import njit
+
+    from structpred.outputs._subnormals import flushing, restore
+
+    @njit(cache=False)
+    def spmp_all_flushed(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
+        saved = flushing(True)
+        K.spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, 0.0, False)
+        restore(saved, True)
+
+    thU, thP, lnu = state[:3]
+
+    def variant(fn, flush, start):
+        def call(*args):
+            if start is None:
+                thU.fill(0.0)
+                thP.fill(0.0)
+                lnu.fill(lnu0)
+                u, p = args
+            else:
+                k = args[0]
+                thU[:], thP[:], lnu[:] = start[k]
+                u, p = UP[k]
+            if flush is None:
+                fn(u, p, Lw, kind, eta, iters, *state)
+            else:
+                fn(u, p, Lw, kind, eta, iters, *state, 0.0, flush)
+        return call
+
+    out = {}
+    for label, fn, flush in (("IEEE", K.spmp, False), ("all FTZ", spmp_all_flushed, None)):
+        for base, start, items in ((cold_row, None, UP), (warm_row, warm, [(k,) for k in range(len(warm))])):
+            name = f"{'max_min' if start is None else 'max_min warm'} {label}"
+            call = variant(fn, flush, start)
+            call(*items[0])         # compile
+            rows[name] = {"kernel": per_call(call, items)}
+            out[name] = base
+    return out
 
 
 def print_target():

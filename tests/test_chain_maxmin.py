@@ -397,8 +397,9 @@ def test_top_two_shortcut_gives_the_pruned_sum_bits():
     assert counts[1] > 2000 and counts[2] > 300 and counts[3] > 300, counts
 
 
+@pytest.mark.parametrize("flush", [False, True])
 @pytest.mark.parametrize("span", [1.0, 300.0, 3000.0])
-def test_ranked_steps_give_the_scaled_steps_marginals(span):
+def test_ranked_steps_give_the_scaled_steps_marginals(span, flush):
     """A projection step that needed the log-domain rescue flags itself (``sc[t, 3]`` forward,
     ``sc[t, 4]`` backward); the next projection ranks first there (one-term entries take the
     largest term, the others a scaled sum of one row or column).  Both projections give the
@@ -423,7 +424,7 @@ def test_ranked_steps_give_the_scaled_steps_marginals(span):
         node, edge = np.empty((T, R)), np.zeros((T - 1, R, R))
         K._scaled_project(thU, E, cm, thP, thP, 0.0, node, edge, True, np.empty((T, R)), np.empty((T, R)),
                           np.empty((T - 1, R)), np.empty((T - 1, R)), sc, np.empty((6, R)),
-                          np.empty(R, dtype=np.int64), thPT, thPT)
+                          np.empty(R, dtype=np.int64), thPT, thPT, flush)
         # logs of up to 1e4 nats carry 2e-12 of round-off each
         np.testing.assert_allclose(node, node_ref, rtol=0, atol=1e-10)
         np.testing.assert_allclose(np.where(edge > np.exp(-K._CUT), edge, 0.0), edge_ref, rtol=0, atol=1e-10)

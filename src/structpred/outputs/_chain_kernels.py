@@ -16,6 +16,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from structpred.outputs._fastmath import fexp, flog
+from structpred.outputs._subnormals import flushing, restore
 
 
 @njit(cache=True)
@@ -395,7 +396,7 @@ def _cols_times(M, x, out):
 
 @njit(cache=True, error_model="numpy")   # flog's division: no zero check, so its loops vectorise
 def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, ex, fw, sc, work,
-                    order, thPT, PT):
+                    order, thPT, PT, flush):
     """Marginals of the chain with natural parameters ``(thU, thP + c P)``: unary marginals to
     ``node`` and, if ``with_edges``, pairwise marginals *added* to ``edge_acc``.
 
@@ -422,6 +423,13 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
     column as a row.  The logs of a step's scaled sums are taken all at once by
     :func:`~structpred.outputs._fastmath.flog` (a vectorised loop; an entry below ``_TINY`` is
     rescued instead and ignores its log).
+    With ``flush`` the messages' scaled sums and the unary marginals run with subnormals flushed
+    to zero (:mod:`~structpred.outputs._subnormals`): a sum that is kept is above ``_TINY``,
+    where a term below 2^-1022 cannot move its bits, and a smaller one is rescued as before; a
+    unary marginal is above ``e^-_CUT`` or 0.  The scaled messages ``ex``, ``fw`` and the
+    potentials ``E``, from which the pairwise marginals are made, keep IEEE subnormals.  (The
+    sums' branch also compares log-domain values, never subnormal unless the scores themselves
+    are.)
     """
     T, R = thU.shape
     acc, wl, tmp, m1, m2, lg = work[0], work[1], work[2], work[3], work[4], work[5]
@@ -435,6 +443,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             ex[t - 1, a] = fexp(d)
         sorted_ = False
         ranked = sc[t - 1, 3] > 0.0     # the last projection rescued here: the largest terms first
+        saved = flushing(flush)
         if ranked:
             _top_two(la[t - 1], thP[t - 1], P[t - 1], c, m1, m2)
             n_multi = 0
@@ -453,6 +462,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             _rows_times(ex[t - 1], E[t - 1], acc)
             for b in range(R):      # every log at once (vectorised; an entry below _TINY discards its own)
                 lg[b] = flog(acc[b])
+        restore(saved, flush)
         for b in range(R):
             s = acc[b]
             if s > _TINY:
@@ -490,6 +500,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
         sc[t, 2] = rowmax       # bounds every pairwise parameter of edge t
         sorted_ = False
         ranked = sc[t, 4] > 0.0
+        saved = flushing(flush)
         if ranked:
             for b in range(R):
                 wl[b] = thU[t + 1, b] + lb[t + 1, b]
@@ -510,6 +521,7 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
             _cols_times(E[t], fw[t], acc)
             for a in range(R):
                 lg[a] = flog(acc[a])
+        restore(saved, flush)
         for a in range(R):
             s = acc[a]
             if s > _TINY:
@@ -532,10 +544,12 @@ def _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, la, lb, e
                 _argsort_desc(wl, order)
                 sorted_ = True
             lb[t, a] = _pruned_lse(wl, thP[t, a], P[t, a], c, rowmax, order, tmp)
+    saved = flushing(flush)     # entries below e^-_CUT are 0 (the vectorised loop computes every exp)
     for t in range(T):
         for j in range(R):
             d = la[t, j] + lb[t, j] - logz
             node[t, j] = fexp(d) if d > -_CUT else 0.0
+    restore(saved, flush)
     if not with_edges:
         return
     for t in range(T - 1):
@@ -576,7 +590,7 @@ def scaled_marginals(U, P, node, edge):
     edge[:] = 0.0
     # the slope is P itself at c = 0 (finite scores: P + 0 P = P), so the rescues read P
     _scaled_project(U, E, cm, P, P, 0.0, node, edge, True, np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
-                    np.empty((Tm, R)), np.zeros((Tm, 5)), np.empty((6, R)), np.empty(R, dtype=np.int64), PT, PT)
+                    np.empty((Tm, R)), np.zeros((Tm, 5)), np.empty((6, R)), np.empty(R, dtype=np.int64), PT, PT, False)
     cut = np.exp(-_CUT)
     for t in range(T - 1):
         for a in range(R):
@@ -709,7 +723,7 @@ def project(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
 
 #: a chain's buffers for :func:`project` (log forward and backward messages, scaled messages,
 #: scales, work)
-ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "thPT", "PT"])
+ChainGraph = namedtuple("ChainGraph", ["la", "lb", "ex", "fw", "sc", "work", "order", "thPT", "PT", "flush"])
 
 
 @overload(project)
@@ -718,7 +732,7 @@ def _project_chain(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
         def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
             g = graph
             _scaled_project(thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.la, g.lb, g.ex, g.fw, g.sc, g.work,
-                            g.order, g.thPT, g.PT)
+                            g.order, g.thPT, g.PT, g.flush)
         return impl
 
 
@@ -824,8 +838,10 @@ def spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, 
 
 
 @njit(cache=True)
-def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix=0.0):
-    """:func:`spmp_iterations` on the chain (``mix``: the warm state's mix, see there)."""
+def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix=0.0, flush=True):
+    """:func:`spmp_iterations` on the chain (``mix``: the warm state's mix, see there); ``flush``:
+    the projections' scaled sums flush subnormals (:func:`_scaled_project`; the same bits, and on
+    Intel cores no microcode assist per underflowing product)."""
     T, R = U.shape
     Tm = max(T - 1, 1)
     thPT = np.empty((Tm, R, R))     # the pairwise parameters as the backward pass reads them; thP
@@ -836,7 +852,7 @@ def spmp(U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, m
                 thPT[t, b, a] = thP[t, a, b]
                 PT[t, b, a] = P[t, a, b]
     graph = ChainGraph(np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)), np.empty((Tm, R)), np.zeros((Tm, 5)),
-                       np.empty((6, R)), np.empty(R, dtype=np.int64), thPT, PT)
+                       np.empty((6, R)), np.empty(R, dtype=np.int64), thPT, PT, flush)
     coef = np.full(T, -1.0)
     coef[0] = coef[T - 1] = 0.0 if T > 1 else 1.0
     spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, mix, coef)

@@ -21,6 +21,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from structpred.outputs._fastmath import fexp
+from structpred.outputs._subnormals import flushing, restore
 from structpred.outputs._chain_kernels import (
     _CUT,
     _EDGE_SCALE,
@@ -134,7 +135,7 @@ def sum_product(parents, U, P, node, edge, with_edges):
 
 @njit(cache=True)
 def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, ins, mup, dn, xl, ex, fw, sc,
-                    work, order):
+                    work, order, flush):
     """Marginals of the tree with natural parameters ``(thU, thP + c P)``: unary marginals to
     ``node`` and, if ``with_edges``, pairwise marginals *added* to ``edge_acc``.
 
@@ -147,6 +148,8 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
     without ``t``), ``ex[e] = exp(xl[e] - sc[e, 0])``, ``dn[t, b] = sc[e, 0] + cm[e, b] + log
     sum_a ex[e, a] E[e, a, b]``.  Pairwise marginals: ``ex[e, a] E[e, a, b] fw[e, b] exp(sc[e,
     0] + sc[e, 1] - log Z)``; ``sc[e, 2] = max_b cm[e, b]`` bounds edge ``e``'s parameters.
+    ``flush``: the messages' scaled sums flush subnormals, as the chain's
+    (:func:`~structpred.outputs._chain_kernels._scaled_project`: the same bits).
     """
     T, R = thU.shape
     acc, wl, tmp = work[0], work[1], work[2]
@@ -167,6 +170,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
             d = cm[e, b] + ins[t, b] - m
             fw[e, b] = fexp(d)
         sorted_ = False
+        saved = flushing(flush)
         for a in range(R):
             s = 0.0
             for b in range(R):
@@ -182,6 +186,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
                 msg = _pruned_lse(wl, thP[e, a], P[e, a], c, rowmax, order, tmp)
             mup[t, a] = msg
             ins[p, a] += msg
+        restore(saved, flush)
     logz = _lse(ins[0], R)
     for j in range(R):
         dn[0, j] = 0.0
@@ -196,12 +201,14 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
         for b in range(R):
             acc[b] = 0.0
         for a in range(R):
-            d = xl[e, a] - m
-            f = fexp(d)
-            ex[e, a] = f
+            ex[e, a] = fexp(xl[e, a] - m)
+        saved = flushing(flush)
+        for a in range(R):
+            f = ex[e, a]
             if f != 0.0:
                 for b in range(R):
                     acc[b] += f * E[e, a, b]
+        restore(saved, flush)
         sorted_ = False
         for b in range(R):
             s = acc[b]
@@ -212,10 +219,12 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
                     _argsort_desc(xl[e], order)
                     sorted_ = True
                 dn[t, b] = _pruned_lse(xl[e], thP[e, :, b], P[e, :, b], c, cm[e, b], order, tmp)
+    saved = flushing(flush)     # entries below e^-_CUT are 0 (the vectorised loop computes every exp)
     for t in range(T):
         for j in range(R):
             d = ins[t, j] + dn[t, j] - logz
             node[t, j] = fexp(d) if d > -_CUT else 0.0
+    restore(saved, flush)
     if not with_edges:
         return
     for e in range(T - 1):
@@ -233,7 +242,7 @@ def _scaled_project(parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, 
 
 
 #: a tree's structure and buffers for :func:`~structpred.outputs._chain_kernels.project`
-TreeGraph = namedtuple("TreeGraph", ["parents", "ins", "mup", "dn", "xl", "ex", "fw", "sc", "work", "order"])
+TreeGraph = namedtuple("TreeGraph", ["parents", "ins", "mup", "dn", "xl", "ex", "fw", "sc", "work", "order", "flush"])
 
 
 @overload(project)
@@ -242,19 +251,20 @@ def _project_tree(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
         def impl(graph, thU, E, cm, thP, P, c, node, edge_acc, with_edges):
             g = graph
             _scaled_project(g.parents, thU, E, cm, thP, P, c, node, edge_acc, with_edges, g.ins, g.mup, g.dn, g.xl,
-                            g.ex, g.fw, g.sc, g.work, g.order)
+                            g.ex, g.fw, g.sc, g.work, g.order, g.flush)
         return impl
 
 
 @njit(cache=True)
-def spmp(parents, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar):
+def spmp(parents, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, flush=True):
     """SP-MP (M4N Algorithm 2, App. G.2 on a tree): :func:`~structpred.outputs._chain_kernels.spmp_iterations`
-    with the tree's marginal polytope (its scaled projection: sum-product on the tree)."""
+    with the tree's marginal polytope (its scaled projection: sum-product on the tree); ``flush`` as
+    the chain's."""
     T, R = U.shape
     Tm = max(T - 1, 1)
     graph = TreeGraph(parents, np.empty((T, R)), np.empty((T, R)), np.empty((T, R)), np.empty((Tm, R)),
                       np.empty((Tm, R)), np.empty((Tm, R)), np.empty((Tm, 3)), np.empty((3, R)),
-                      np.empty(R, dtype=np.int64))
+                      np.empty(R, dtype=np.int64), flush)
     spmp_iterations(graph, U, P, Lw, kind, eta, n_iter, thU, thP, lnu, mu_node, mu_edge, nu_bar, 0.0, np.empty(0))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import json
 import time
 from pathlib import Path
 
@@ -96,7 +97,17 @@ class TunedNerFigures(NerFigures):
         return tuning + super().jobs(config)
 
     def runs(self, config):
-        return {**self.tuning_runs(config), **super().runs(config)}
+        return self._plan(config)[0]
+
+    def _plan(self, config) -> tuple[dict, dict]:
+        """``(runs, copies)``: every job's run, and each Fig. 5 job's Fig. 2 source
+        (:meth:`copy_source`, filled in on first use). Both depend on the block alone, and snakemake
+        asks for them once per job while it builds the DAG (thousands of jobs, each once a scan of
+        every run): made once per block, the last one kept."""
+        key = json.dumps(self.block(config), sort_keys=True, default=str)
+        if getattr(self, "_plan_key", None) != key:
+            self._plan_key, self._plan_value = key, ({**self.tuning_runs(config), **super().runs(config)}, {})
+        return self._plan_value
 
     def tuned_params(self, config: dict, run: dict) -> list[str]:
         """The parameters a figure run takes from the tuning: its method's grid less those its
@@ -119,9 +130,12 @@ class TunedNerFigures(NerFigures):
         its panel sweeps to is Fig. 2's, e.g. Fig. 5c's prox-centre warm start, Fig. 5d's K = 5),
         hence the same tuned values and, seed k drawing the same sample order in every figure, the
         same run; such a job copies that job's rows instead of training again."""
-        run = self.runs(config).get((dataset, method))
+        runs, copies = self._plan(config)
+        run = runs.get((dataset, method))
         if run is None or run["figure"] in (TUNE, "fig2"):
             return None
+        if (dataset, method) in copies:
+            return copies[(dataset, method)]
 
         def comparable(d, m):
             s = self._figure_settings(config, d, m)
@@ -129,10 +143,10 @@ class TunedNerFigures(NerFigures):
             return {**{k: v for k, v in s.items() if k not in ("figure", "variant")}, "hyper": hyper}
 
         mine = comparable(dataset, method)
-        for (d, m), r in self.runs(config).items():
-            if r["figure"] == "fig2" and r["c"] == run["c"] and r["method"] == run["method"] and comparable(d, m) == mine:
-                return d, m
-        return None
+        copies[(dataset, method)] = next(((d, m) for (d, m), r in runs.items() if r["figure"] == "fig2"
+                                          and r["c"] == run["c"] and r["method"] == run["method"]
+                                          and comparable(d, m) == mine), None)
+        return copies[(dataset, method)]
 
     def settings(self, config, dataset, method):
         run = self.runs(config).get((dataset, method))

@@ -47,6 +47,9 @@ def _row(param: str, scope: str, values, grid, single: bool) -> dict | None:
 def _lam_scopes(chosen: pd.DataFrame) -> list[tuple[str, list]]:
     """``[(scope, lambdas per run)]``: one scope ``""`` when every metric of a run has the same lambda,
     else the metrics grouped by identical choices (their names joined by spaces)."""
+    by_split = chosen.groupby("split", sort=False)["lam"]
+    if (by_split.nunique(dropna=True) <= 1).all():   # the common case, without the pivot's cost
+        return [("", by_split.first().tolist())]
     per_metric = chosen.pivot_table(index="split", columns="metric", values="lam", aggfunc="first", sort=False)
     if per_metric.nunique(axis=1, dropna=True).max() <= 1:
         return [("", per_metric.bfill(axis=1).iloc[:, 0].tolist())]

@@ -52,7 +52,8 @@ def job_fit_threads(job_file) -> int:
 def _seconds_rows(job_file) -> tuple[list[float], list[str]]:
     """The values of a job file's ``seconds`` rows and the CPU models (``detail``) they name, read
     with the csv module: every snakemake run in the project reads all of the archive's job files
-    (its plan, from their recorded seconds), and pandas took 5 of the 6 seconds that costs."""
+    (its plan, from their recorded seconds); :func:`job_costs` over the 5511 of 2026-12-01 took 4.4
+    CPU-s with pandas, 1.5 with this (AMD EPYC Zen 4)."""
     with open(job_file, newline="", encoding="utf-8") as fh:
         timed = [row for row in csv.DictReader(fh) if row.get("metric") == "seconds"]
     return [float(row["value"]) for row in timed], sorted({row["detail"] for row in timed if row.get("detail")})

@@ -280,3 +280,51 @@ def test_a_job_is_stale_once_its_config_block_gives_it_other_settings(tmp_path):
     # the digest is the settings' canonical JSON: key order aside, and 1.0e-3 and 0.001 are one float
     assert numerics.settings_digest({"b": [1.0e-3], "a": 1}) == numerics.settings_digest({"a": 1, "b": [0.001]})
     assert numerics.settings_digest({"a": 1}) != numerics.settings_digest({"a": 2})
+
+
+def test_the_foreign_guard_samples_jobs_fresh_on_the_archive_class(tmp_path):
+    """A record made on the archive's class is fresh there by everything but its fingerprints, which
+    another class cannot compute; a record from a third class or one whose rerun differed is not."""
+    write_job(tmp_path, "e", "d", "m", 0, seconds=2, record=rec({"a": "1"}, machine="archive-class"))
+    write_job(tmp_path, "e", "d", "m", 1, seconds=1, record=rec({"a": "1"}, machine="third-class"))
+    write_job(tmp_path, "e", "d", "m", 2, seconds=1, record=rec({"a": "1"}, machine="archive-class", reproduced=False))
+    jobs = staleness.job_table(tmp_path, machine="archive-class", config={}, as_recorded=True)
+    assert dict(zip(jobs["split"], jobs["status"])) == {"0": "fresh", "1": "unknown", "2": "stale"}
+
+
+def test_the_guard_cli_with_no_job_to_rerun_says_so_without_a_traceback(tmp_path, monkeypatch, capsys):
+    """The defect this replaces: no job fresh on the archive's class made an empty frame and a KeyError."""
+    from structpred.cli import main
+
+    write_job(tmp_path / "runs", "e", "d", "m", 0, record=rec({"a": "1"}, machine="third-class"))
+    status = tmp_path / "staleness.csv"
+    pd.DataFrame([{"experiment": "e", "status": "unknown", "jobs": 1, "fresh": 0, "stale": 0, "unknown": 1,
+                   "moved_paths": "", "since": "", "detail": "", "machine": "archive-class"}]).to_csv(status, index=False)
+    monkeypatch.setattr(staleness, "machine_class", lambda: "x86_64 NeverSeenVendor neverseen | numpy AVX2 | openblas Haswell")
+    monkeypatch.chdir(ROOT)
+    assert main(["runs", "guard", "--archive", str(tmp_path / "runs"), "--status", str(status)]) == 0
+    err = capsys.readouterr().err
+    assert "tolerance and verdicts tiers" in err and "no archived job fresh on archive-class" in err
+
+
+def test_fingerprints_are_cached_per_code_and_machine_class(tmp_path, monkeypatch):
+    """``runs status`` in seconds: a fingerprint this code computed on this machine class is read
+    back; a corrupt cache file is recomputed; another kernel setting is another key."""
+    monkeypatch.setenv("STRUCTPRED_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(numerics, "fingerprint", lambda name: calls.append(name) or "0123456789abcdef")
+    assert numerics.fingerprints(["multiclass.M3N"]) == {"multiclass.M3N": "0123456789abcdef"}
+    assert numerics.fingerprints(["multiclass.M3N"]) == {"multiclass.M3N": "0123456789abcdef"}
+    assert calls == ["multiclass.M3N"]
+    (cached,) = tmp_path.glob("fingerprints/*/multiclass.M3N")
+    assert cached.parent.name == numerics.code_key()
+    cached.write_text("not a fingerprint")
+    numerics.fingerprints(["multiclass.M3N"])
+    assert calls == ["multiclass.M3N"] * 2 and cached.read_text() == "0123456789abcdef\n"
+    key = numerics.code_key()
+    numerics.code_key.cache_clear()
+    monkeypatch.setenv("STRUCTPRED_VECTOR_WIDTH", "a-width-no-one-sets")
+    try:
+        assert numerics.code_key() != key
+    finally:
+        numerics.code_key.cache_clear()

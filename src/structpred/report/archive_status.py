@@ -25,5 +25,8 @@ def describe(row: dict) -> str:
         why = f" ({row['detail']})" if row["detail"] and not row["moved_paths"] else ""
         return (f"STALE: {row['stale']} of {row['jobs']} archived jobs are no longer what today's code "
                 f"computes{moved}{since}{why}; the table is the archive's until they are rerun")
+    if row["status"] == "verified":
+        return (f"verified: {row['unknown']} of {row['jobs']} archived jobs carry no fingerprints ({row['detail']}), "
+                f"and a sample of its jobs rerun from raw data reproduced it ({row.get('reproduced') or 'see runs/'})")
     return (f"unknown: {row['unknown']} of {row['jobs']} archived jobs carry no fingerprints comparable "
             f"here ({row['detail']})")

@@ -309,7 +309,7 @@ def _run_until(command: list[str], cwd, deadline: float | None):
 
 
 def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=None, timeout: float | None = None,
-           config: dict | None = None, log=None, record: bool = False) -> pd.DataFrame:
+           config: dict | None = None, log=None, record: bool = False, keep=None) -> pd.DataFrame:
     """Rerun each of ``jobs`` from raw data with the workflow of ``project`` (a copy of it, in a
     temporary folder: the project's own ``results/`` are never touched) and compare its rows with
     the archive's, timings excluded.  The archived upstream outputs the jobs read (another job's
@@ -320,7 +320,8 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
     or the error's last line); ``log`` (a callable) gets a line on what is reused.  ``record``: write
     each compared job's numerics record into the archive (:mod:`structpred.runs.staleness`):
     the rerun's own (its fingerprints, at the project's commit) where it is identical, one with
-    ``"reproduced": false`` where it differs."""
+    ``"reproduced": false`` where it differs.  ``keep``: a folder to copy each rerun's result file
+    into (``<keep>/<experiment>/<dataset>/<method>/split<k>.csv``), for :mod:`structpred.runs.tolerance`."""
     project, archive = Path(project).resolve(), Path(archive).resolve()
     deadline = None if timeout is None else time.monotonic() + timeout
     if config is None:
@@ -351,6 +352,10 @@ def verify(archive, jobs: pd.DataFrame, project, *, cores: int = 1, configfile=N
             first = next((f"line {i + 1}: archived {x!r}, rerun {y!r}" for i, (x, y) in enumerate(zip(a, b)) if x != y),
                          None if len(a) == len(b) else f"{len(a)} archived rows, {len(b)} rerun")
             out.append(("identical", "") if first is None else ("differs", first))
+            if keep is not None:
+                dest = Path(keep) / target.removeprefix("results/")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(mine, dest)
             if record:
                 _record_verdict(archive / target.removeprefix("results/"), mine, commit, first is None)
     return jobs.assign(status=[s for s, _ in out], detail=[d for _, d in out])

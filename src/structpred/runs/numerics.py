@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from collections.abc import Callable
 from functools import lru_cache
+from importlib.metadata import distributions
 from pathlib import Path
 
 import numpy as np
 from llvmlite import binding
+from numba.core import config as numba_config
 from numpy._core._multiarray_umath import __cpu_features__ as features
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -91,9 +94,57 @@ def fingerprint(name: str) -> str:
         return hashlib.sha256(_bits(PATHS[name]())).hexdigest()[:16]
 
 
+#: environment variables that change which kernels run, and so the bits
+_KERNEL_ENV = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_ENABLE_AVX", "NUMBA_OPT", "NUMBA_FASTMATH",
+               "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "STRUCTPRED_VECTOR_WIDTH")
+
+
+@lru_cache(maxsize=1)
+def code_key() -> str:
+    """What a fingerprint is a function of besides its inputs: the sha256 of structpred's source
+    files, the installed packages' versions, the kernel-choosing environment variables and the
+    :func:`machine_class`.  Equal keys give equal fingerprints, so they are cached under it."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    versions = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"])
+    digest.update("\n".join(versions).encode())
+    digest.update(repr([(k, os.environ.get(k)) for k in _KERNEL_ENV]).encode())
+    digest.update(machine_class().encode())
+    return digest.hexdigest()[:24]
+
+
+def cache_dir() -> Path:
+    """Where fingerprints are cached (``$STRUCTPRED_CACHE``, else ``$XDG_CACHE_HOME/structpred``,
+    else ``~/.cache/structpred``), one file per :func:`code_key` and path."""
+    base = os.environ.get("STRUCTPRED_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "structpred"
+    return Path(base) / "fingerprints"
+
+
 def fingerprints(names=None) -> dict[str, str]:
-    """``{path: fingerprint}`` of ``names`` (default: every path), in name order."""
-    return {n: fingerprint(n) for n in sorted(PATHS if names is None else set(names))}
+    """``{path: fingerprint}`` of ``names`` (default: every path), in name order; each read from the
+    cache (:func:`cache_dir`) when this code on this machine class computed it before (a
+    ``runs status`` then takes seconds, not minutes), else computed and cached."""
+    out = {}
+    folder = cache_dir() / code_key()
+    for name in sorted(PATHS if names is None else set(names)):
+        cached = folder / name
+        try:
+            text = cached.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if len(text) == 16 and all(c in "0123456789abcdef" for c in text):
+            out[name] = text
+            continue
+        out[name] = fingerprint(name)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with atomic_open(cached, "w") as fh:
+                fh.write(out[name] + "\n")
+        except OSError:
+            pass   # a read-only home: uncached, still right
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -124,7 +175,10 @@ def machine_class() -> str:
         blas = next((f"{i['internal_api']} {i.get('architecture')}" for i in ours or found), "blas unknown")
     except ImportError:  # pragma: no cover
         blas = "blas unknown"
-    return f"{platform.machine()} {vendor} {binding.get_host_cpu_name()} | numpy {simd} | {blas}"
+    cpu = binding.get_host_cpu_name()
+    if numba_config.CPU_NAME and numba_config.CPU_NAME != "host":   # a target the user chose (NUMBA_CPU_NAME)
+        cpu = f"{cpu} (numba {numba_config.CPU_NAME})"
+    return f"{platform.machine()} {vendor} {cpu} | numpy {simd} | {blas}"
 
 
 def record(paths, commit: str) -> dict:

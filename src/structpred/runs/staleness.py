@@ -14,7 +14,10 @@ the commit and machine class it ran on and the fingerprints of the paths it ran.
   another machine class (bits are compared within one class only).
 
 An experiment is stale when any of its jobs is, unknown when none is stale but some are unknown,
-fresh when every job is.  :func:`status_table` is what the report and the CI guard read; it is
+fresh when every job is, and verified when its only unknown jobs are covered by a sample rerun within
+tolerance (:mod:`structpred.runs.tolerance`'s reproduction record).  On a machine of another class
+than the archive's, fingerprints cannot be compared: the status then judges each job as recorded on
+the archive's class, and the ``reproduced`` column says how reruns on other classes came out.  :func:`status_table` is what the report and the CI guard read; it is
 written to ``reports/tables/staleness.csv`` and a change of code that moves numbers must come with
 its reruns or with that file saying so (``structpred runs status --write``).
 """
@@ -24,19 +27,25 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from structpred.errors import ConfigError
 from structpred.report.archive_status import read_status
 from structpred.report.archive_costs import job_costs, job_files
+from structpred.runs import tolerance
 from structpred.runs.archive import load_config, result_digest, upstream, verify
 from structpred.papers.registry import get
 from structpred.runs.numerics import PATHS, fingerprints, machine_class, record_path, settings_digest
 
-COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine"]
+#: the committed status table: what the report and the guard read, and the archive's machine class
+STATUS_FILE = Path("reports/tables/staleness.csv")
+COLUMNS = ["experiment", "status", "jobs", "fresh", "stale", "unknown", "moved_paths", "since", "detail", "machine",
+           "reproduced"]
 
 
 def read_record(job_file) -> dict | None:
@@ -170,14 +179,18 @@ def settings_moves(archive, records: list[tuple[Path, dict | None]], config: dic
 
 
 def job_table(archive, current: dict[str, str] | None = None, machine: str | None = None,
-              config: dict | None = None) -> pd.DataFrame:
+              config: dict | None = None, as_recorded: bool = False) -> pd.DataFrame:
     """One row per archived job: experiment, dataset, method, split, status, moved paths, the
     commit it ran at (or was rerun at), detail.  ``config``: the workflow's (which jobs read which,
     :func:`input_moves`); default: the configuration of the project holding ``archive``, none if
-    there is none."""
+    there is none.  ``as_recorded``: take each record's fingerprints as today's (on a machine of
+    another class than ``machine``, where they cannot be computed: a job is then fresh when the
+    committed status could call it so, by everything but its fingerprints)."""
     machine = machine_class() if machine is None else machine
     rows, records = [], [(p, read_record(p)) for p in job_files(archive)]
-    if current is None:
+    if as_recorded:
+        current = {}
+    elif current is None:
         wanted = {n for _, r in records if r is not None for n in r["fingerprints"]}
         current = fingerprints(wanted)
     if config is None:
@@ -188,7 +201,8 @@ def job_table(archive, current: dict[str, str] | None = None, machine: str | Non
     moves, changed = input_moves(archive, records, config), settings_moves(archive, records, config)
     for path, rec in records:
         experiment, dataset, method = path.parts[-4:-1]
-        status, moved, detail = job_status(rec, current, machine, moves.get(path, ""), changed.get(path, ""))
+        now = rec["fingerprints"] if as_recorded and rec is not None else current
+        status, moved, detail = job_status(rec, now, machine, moves.get(path, ""), changed.get(path, ""))
         rows.append({"experiment": experiment, "dataset": dataset, "method": method,
                      "split": path.stem.removeprefix("split"), "status": status, "moved": moved,
                      "commit": "" if rec is None else rec["commit"], "detail": detail})
@@ -197,14 +211,30 @@ def job_table(archive, current: dict[str, str] | None = None, machine: str | Non
 
 
 def status_table(archive, current: dict[str, str] | None = None, machine: str | None = None,
-                 config: dict | None = None) -> pd.DataFrame:
+                 config: dict | None = None, made_on: str | None = None) -> pd.DataFrame:
     """One row per archived experiment (:data:`COLUMNS`): its status, job counts, the paths that
-    moved, the commits the stale jobs ran at, and why the unknown and stale ones are."""
-    jobs = job_table(archive, current, machine, config)
+    moved, the commits the stale jobs ran at, why the unknown and stale ones are, and how its
+    reruns reproduced on each machine class (``reproduced``, :func:`structpred.runs.tolerance.summary`).
+
+    ``made_on``: the archive's machine class (the committed status table's).  On a machine of
+    another class, where fingerprints cannot be compared, each job is judged as recorded on
+    ``made_on`` (:func:`job_table` ``as_recorded``) and the table speaks for that class.
+    An experiment whose unknown jobs (no record) are all that keeps it from fresh is ``verified``
+    when a sample of its jobs was rerun within tolerance (``structpred runs verify --record``)."""
+    here = machine or machine_class()
+    foreign = made_on is not None and made_on != here and current is None
+    if foreign:
+        jobs, here = job_table(archive, machine=made_on, config=config, as_recorded=True), made_on
+    else:
+        jobs = job_table(archive, current, here, config)
     out = []
     for experiment, group in jobs.groupby("experiment", sort=True):
         counts = group["status"].value_counts()
         status = "stale" if counts.get("stale") else "unknown" if counts.get("unknown") else "fresh"
+        reproduced = tolerance.read_record(archive, experiment)
+        if status == "unknown" and reproduced and all(tolerance.required_met(e["tier"], "tolerance")
+                                                      for e in reproduced.values()):
+            status = "verified"
         stale = group[group["status"] == "stale"]
         moved = sorted({p for ps in stale["moved"] for p in ps})
         # the commits the moved jobs ran at (a job whose rerun differed names its rerun's in ``detail``)
@@ -215,17 +245,20 @@ def status_table(archive, current: dict[str, str] | None = None, machine: str | 
                     "unknown": int(counts.get("unknown", 0)), "moved_paths": " ".join(moved),
                     "since": " ".join(since),
                     "detail": "; ".join(f"{n} jobs: {d}" for d, n in details.items() if d),
-                    "machine": machine or machine_class()})
+                    "machine": here, "reproduced": tolerance.summary(archive, experiment)})
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def guard_sample(archive, budget_seconds: float = 120.0) -> tuple[pd.DataFrame, list[str]]:
+def guard_sample(archive, budget_seconds: float = 120.0, jobs: pd.DataFrame | None = None
+                 ) -> tuple[pd.DataFrame, list[str]]:
     """The CI guard's reruns: fresh archived jobs that together run every path some fresh job
     runs, each path's cheapest first, within ``budget_seconds`` of recorded fitting time.
+    ``jobs``: the :func:`job_table` to take the fresh jobs from (default: this machine's).
     Returns the jobs (as :func:`~structpred.runs.archive.sample_jobs` does) and the
     paths no fresh job within the budget runs (unguarded by reruns; their fingerprints are still
     compared)."""
-    jobs = job_table(archive).merge(job_costs(archive), on=["experiment", "dataset", "method", "split"])
+    jobs = job_table(archive) if jobs is None else jobs
+    jobs = jobs.merge(job_costs(archive), on=["experiment", "dataset", "method", "split"])
     fresh = jobs[(jobs["status"] == "fresh") & jobs["seconds"].notna()].copy()
     fresh["paths"] = [sorted(read_record(Path(archive) / e / d / m / f"split{k}.csv")["fingerprints"])
                       for e, d, m, k in zip(fresh["experiment"], fresh["dataset"], fresh["method"], fresh["split"])]
@@ -234,8 +267,8 @@ def guard_sample(archive, budget_seconds: float = 120.0) -> tuple[pd.DataFrame, 
     for p in every:
         if p in covered:
             continue
-        options = fresh[[p in ps for ps in fresh["paths"]]].sort_values(["seconds", "experiment", "dataset",
-                                                                         "method", "split"])
+        runs_p = np.array([p in ps for ps in fresh["paths"]], dtype=bool)
+        options = fresh.loc[runs_p].sort_values(["seconds", "experiment", "dataset", "method", "split"])
         if options.empty or spent + options.iloc[0]["seconds"] > budget_seconds:
             continue
         pick = options.iloc[0]
@@ -270,17 +303,29 @@ def compare_status(committed: pd.DataFrame | None, now: pd.DataFrame) -> list[st
     return out
 
 
+def archive_class(committed: pd.DataFrame | None) -> str | None:
+    """The machine class the committed status table was made on (``None``: no table, or none named)."""
+    if committed is None:
+        return None
+    machines = sorted(set(committed["machine"].dropna().astype(str)) - {""})
+    return machines[0] if machines else None
+
+
 def guard(archive, status_path, project, *, budget_seconds: float = 120.0, reruns: bool = True,
           log=print) -> list[str]:
-    """The CI guard: today's status against the committed one (:func:`compare_status`), then
-    :func:`guard_sample`'s fresh jobs rerun from raw data and compared byte for byte with the
-    archive.  Returns one line per failure, naming the experiment and the paths."""
-    now = status_table(archive)
+    """The CI guard.  On the archive's machine class (the one the committed status names): today's
+    status against the committed one (:func:`compare_status`), then :func:`guard_sample`'s fresh
+    jobs rerun from raw data and compared byte for byte with the archive (the bitwise tier).  On any
+    other class, where bits are not comparable: the same kind of sample, of the jobs the committed
+    status calls fresh, rerun and held to the tolerance and verdicts tiers
+    (:func:`structpred.runs.tolerance.check`).  Returns one line per failure, naming the
+    experiment and the paths."""
     committed = read_status(status_path)
+    made_on, here = archive_class(committed), machine_class()
+    if made_on is not None and made_on != here:
+        return _guard_foreign(archive, project, made_on, here, budget_seconds, reruns, log)
+    now = status_table(archive, made_on=made_on)
     failures = compare_status(committed, now)
-    if committed is not None and set(committed["machine"]) - {""} - set(now["machine"]):
-        log(f"guard: the committed status was made on {', '.join(sorted(set(committed['machine'])))}; "
-            f"this machine is {now['machine'].iloc[0]}: fingerprints are not compared here")
     if not reruns:
         return failures
     sample, unguarded = guard_sample(archive, budget_seconds)
@@ -289,7 +334,8 @@ def guard(archive, status_path, project, *, budget_seconds: float = 120.0, rerun
             "(their fingerprints are still compared)")
     if sample.empty:
         return failures
-    log(f"guard: rerunning {len(sample)} archived jobs ({sample['seconds'].sum():.0f} s recorded)")
+    log(f"guard: bitwise tier (this machine is the archive's class, {here}): rerunning {len(sample)} archived "
+        f"jobs ({sample['seconds'].sum():.0f} s recorded)")
     result = verify(archive, sample, project)
     for r in result.itertuples():
         paths = " ".join(sorted(read_record(Path(archive) / r.experiment / r.dataset / r.method /
@@ -298,4 +344,42 @@ def guard(archive, status_path, project, *, budget_seconds: float = 120.0, rerun
         if r.status != "identical":
             failures.append(f"{r.experiment}/{r.dataset}/{r.method}/split{r.split} (paths {paths}): "
                             f"rerun {r.status}: {r.detail}")
+    return failures
+
+
+def _guard_foreign(archive, project, made_on: str, here: str, budget_seconds: float, reruns: bool, log) -> list[str]:
+    """:func:`guard` on a machine of another class than the archive's: the tolerance and verdicts tiers."""
+    log(f"guard: the archive was made on {made_on}; this machine is {here}: bits are not comparable across "
+        "machine classes, so this checks the tolerance and verdicts tiers (config/reproducibility.yaml) on a "
+        "rerun sample instead of fingerprints")
+    if not reruns:
+        return []
+    project = Path(project)
+    config = load_config(project)
+    jobs = job_table(archive, machine=made_on, config=config, as_recorded=True)
+    sample, unguarded = guard_sample(archive, budget_seconds, jobs)
+    if unguarded:
+        log(f"guard: no archived job fresh on {made_on} within the budget runs: {', '.join(unguarded)}")
+    if sample.empty:
+        return []
+    log(f"guard: rerunning {len(sample)} archived jobs ({sample['seconds'].sum():.0f} s recorded)")
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="structpred-guard-") as kept:
+        result = verify(archive, sample, project, config=config, keep=kept)
+        by_experiment: dict[str, dict[str, Path]] = {}
+        for r in result.itertuples():
+            job = f"{r.experiment}/{r.dataset}/{r.method}/split{r.split}.csv"
+            log(f"guard: {r.status:9s} {job.removesuffix('.csv')}")
+            if r.status in ("identical", "differs"):
+                by_experiment.setdefault(r.experiment, {})[job] = Path(kept) / job
+            else:
+                failures.append(f"{job.removesuffix('.csv')}: rerun {r.status}: {r.detail}")
+        for experiment, reruns_of in sorted(by_experiment.items()):
+            outcome = tolerance.check(archive, experiment, reruns_of, config, project=project)
+            for line in outcome.lines():
+                log(f"guard: {line}")
+            if outcome.tier not in ("bitwise", "tolerance"):
+                failures.append(f"{experiment}: reruns reached the {outcome.tier} tier, not tolerance "
+                                f"({sum(~outcome.cells['within'])} cells out of tolerance, "
+                                f"{len(outcome.verdicts)} verdicts changed)")
     return failures

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from structpred.io import atomic_open
 from structpred.papers.registry import get
-from structpred.report.archive_status import describe
+from structpred.report.archive_status import describe, read_status
 from structpred.runs import rerun, staleness
 from structpred.runs.archive import load_config
-
-STATUS_FILE = Path("reports/tables/staleness.csv")
+from structpred.runs.numerics import machine_class
+from structpred.runs.staleness import STATUS_FILE
 
 
 def register(sub) -> None:
@@ -55,18 +55,25 @@ def register(sub) -> None:
 
 
 def _status(args) -> int:
-    table = staleness.status_table(args.archive)
-    shown = table.drop(columns=["machine", "detail"])
+    made_on, here = staleness.archive_class(read_status(STATUS_FILE)), machine_class()
+    table = staleness.status_table(args.archive, made_on=made_on)
+    shown = table.drop(columns=["machine", "detail", "reproduced"])
     print(shown.to_string(index=False))
     for row in table.itertuples(index=False):
         if row.status != "fresh":
             print(f"{row.experiment}: {describe(row._asdict())}")
+        if row.reproduced:
+            print(f"{row.experiment}: reproduced {row.reproduced}")
+    if made_on is not None and made_on != here:
+        print(f"this machine is {here}, not the archive's class: fingerprints are not compared here, each job is "
+              f"judged as recorded on {made_on}; `structpred runs verify` checks the tolerance tier here")
     print(f"machine class: {table['machine'].iloc[0] if len(table) else '-'}")
     counts = table["status"].value_counts()
     print(f"{len(table)} archived experiments: {counts.get('fresh', 0)} fresh, {counts.get('stale', 0)} stale, "
           f"{counts.get('unknown', 0)} unknown")
     if args.jobs:
-        jobs = staleness.job_table(args.archive)
+        foreign = made_on is not None and made_on != here
+        jobs = staleness.job_table(args.archive, machine=made_on if foreign else None, as_recorded=foreign)
         for r in jobs[jobs["status"] != "fresh"].itertuples():
             print(f"  {r.status:7s} {r.experiment}/{r.dataset}/{r.method}/split{r.split}  "
                   f"{' '.join(r.moved) or r.detail}")

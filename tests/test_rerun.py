@@ -193,3 +193,19 @@ def test_a_stopped_rerun_resumes_on_a_fresh_checkout_from_the_fits_it_archived(t
     assert rerun.rerun(second, archive, "m4n_table1", CONFIG, **select) == (1, 1)
     assert seen == [["lam=0.5.history.csv", "lam=0.5.json"]]
     assert (archive / job).is_file() and not (archive / "m4n_table1/ocr/M4N/split0.fits/abcd").exists()
+
+
+def test_on_another_machine_class_a_rerun_redoes_what_is_not_fresh_on_the_archives_class(tmp_path, monkeypatch):
+    """Not every job because the CPU differs: fingerprints cannot be computed there, so a job is
+    fresh as recorded on the archive's class; unrecorded and not-reproduced jobs are pending."""
+    from structpred.runs import staleness
+
+    foreign = "x86_64 NeverSeenVendor neverseen | numpy AVX2 | openblas Haswell"
+    monkeypatch.setattr(rerun, "machine_class", lambda: foreign)
+    monkeypatch.setattr(staleness, "machine_class", lambda: foreign)
+    write_job(tmp_path, "e", "d", "m", 0, record=rec({"a": "1"}, machine="archive-class"))
+    write_job(tmp_path, "e", "d", "m", 1)
+    write_job(tmp_path, "e", "d", "m", 2, record=rec({"a": "1"}, machine="archive-class", reproduced=False))
+    assert rerun.fresh_jobs(tmp_path, {}, made_on="archive-class") == {"e/d/m/split0.csv"}
+    monkeypatch.setattr(staleness, "fingerprints", lambda names: {n: "1" for n in names})
+    assert rerun.fresh_jobs(tmp_path, {}, made_on=None) == set()      # no committed class: this machine's

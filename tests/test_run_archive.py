@@ -333,3 +333,30 @@ def test_a_jobs_commit_is_not_dirty_for_the_archive_a_rerun_writes(tmp_path):
     assert job_commit(tmp_path) == clean and not clean.endswith("+dirty") and len(clean) == 40
     (tmp_path / "code.py").write_text("b\n")
     assert job_commit(tmp_path) == clean + "+dirty"
+
+
+def test_verify_cli_answers_in_tiers_and_records_the_experiments_tier(tmp_path, mirror, monkeypatch, capsys):
+    """``structpred runs verify --record``: per job the largest difference per metric, per experiment
+    the tier reached (here the archive's bytes, or on another machine class within tolerance), and
+    the experiment's reproduction record for this machine class."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from structpred.cli import main
+    from structpred.runs import tolerance
+    from structpred.runs.numerics import machine_class
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "runs" / "qs_robust", tmp_path / "runs" / "qs_robust")
+    monkeypatch.chdir(root)
+    code = main(["runs", "verify", "--archive", str(tmp_path / "runs"), "--experiment", "qs_robust", "--sample", "1",
+                 "--max-seconds", "15", "--record"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "requiring the" in out and ("qs_robust: bitwise: 1 rerun jobs" in out or "qs_robust: tolerance: 1" in out)
+    entry = json.loads((tmp_path / "runs" / "qs_robust" / tolerance.RECORD).read_text())[machine_class()]
+    assert entry["tier"] in ("bitwise", "tolerance") and len(entry["jobs"]) == 1 and entry["cells"] > 0
+    with pytest.raises(SystemExit):      # argparse: one line naming the tiers
+        main(["runs", "verify", "--tolerance", "nonsense"])
+    assert "invalid choice: 'nonsense'" in capsys.readouterr().err

@@ -430,6 +430,9 @@ def write_index(path, *, config: dict, tables, tests, figures, stamps, reference
         if name in status:
             meta.append(f"Run archive (<code>runs/{html.escape(name)}</code>, <code>structpred runs status</code>): "
                         f"{html.escape(describe(status[name]))}.")
+            if status[name].get("reproduced"):
+                meta.append(f"Reproduced (<code>structpred runs verify</code>, tiers in "
+                            f"<code>config/reproducibility.yaml</code>): {html.escape(status[name]['reproduced'])}.")
         meta.append(f"Tidy table: <a href='{rel(table_path)}'>{rel(table_path)}</a>"
                     + (f"; paired tests: <a href='{rel(tests_of[name])}'>{rel(tests_of[name])}</a>"
                        if not test_table.empty else "") + ".")

@@ -7,6 +7,7 @@ Registered by :func:`structpred.cli.build_parser`."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,14 @@ from structpred.papers.registry import get
 from structpred.report.cli import _load_config
 from structpred.runs import staleness_cli
 from structpred.report.archive_costs import job_costs
-from structpred.runs.archive import TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, load_config, sample_jobs, verify
+from structpred.report.archive_status import read_status
+from structpred.runs import tolerance
+from structpred.runs.archive import (TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, job_commit, job_path, load_config,
+                                     sample_jobs, verify)
+from structpred.runs.numerics import machine_class
+from structpred.runs.staleness import archive_class
+from structpred.runs.staleness_cli import STATUS_FILE
+from structpred.runs.tolerance import TIERS
 from structpred.runs.estimate import estimate
 from structpred.runs.makespan import makespan, tasks
 
@@ -52,8 +60,15 @@ def register(subparsers) -> None:
                             "(default with --max-seconds: 3 times it plus 120 s; else none)")
     check.add_argument("--cores", type=int, default=1, help="cores for the rerun (default: 1)")
     check.add_argument("--record", action="store_true",
-                       help="write each compared job's numerics record into the archive (identical: its rerun's "
-                            "fingerprints; differs: marked not reproduced), read by `structpred runs status`")
+                       help="write what the reruns found into the archive: each experiment's tier on this machine "
+                            "class (runs/<experiment>/reproduction.json) and, on the archive's class, each job's "
+                            "numerics record (identical: its rerun's fingerprints; differs: marked not reproduced), "
+                            "read by `structpred runs status`")
+    check.add_argument("--tolerance", choices=TIERS[:3], default=None,
+                       help="the tier to require: bitwise (the archived bytes), tolerance (every table cell "
+                            "within its metric's bound, config/reproducibility.yaml, and the same verdicts) or "
+                            "verdicts (the claims ledger's verdicts only); default: bitwise on the archive's "
+                            "machine class, tolerance on any other")
     check.set_defaults(func=_verify)
     price = sub.add_parser("estimate", help="a table's CPU before it runs: each (dataset, method) group's "
                                             "recorded CPU, or one short timed fit extrapolated to its jobs")
@@ -140,13 +155,34 @@ def _verify(args) -> int:
     print(f"estimate: ~{secs(jobs['estimate'].sum(min_count=len(jobs)))} of fitting for {len(jobs)} jobs"
           + (f" (bound {args.max_seconds:g} s)" if args.max_seconds is not None else "")
           + (f"; the rerun stops after {timeout:g} s" if timeout is not None else ""), flush=True)
-    result = verify(args.archive, jobs, Path.cwd(), cores=args.cores, timeout=timeout, config=config,
-                    log=lambda line: print(line, flush=True), record=args.record)
-    for r in result.itertuples():
-        print(f"{r.status:9s}  {r.experiment}/{r.dataset}/{r.method}/split{r.split}" + (f"  {r.detail}" if r.detail else ""))
-    same = int((result["status"] == "identical").sum())
-    print(f"{same} of {len(result)} rerun jobs identical to the archive (timings excluded)")
-    return 0 if same == len(result) else 1
+    made_on, here = archive_class(read_status(STATUS_FILE)), machine_class()
+    home = made_on is None or made_on == here
+    required = args.tolerance or ("bitwise" if home else "tolerance")
+    print(f"this machine is {here}" + ("" if home else f", not the archive's class ({made_on})")
+          + f": requiring the {required} tier", flush=True)
+    with tempfile.TemporaryDirectory(prefix="structpred-reruns-") as kept:
+        result = verify(args.archive, jobs, Path.cwd(), cores=args.cores, timeout=timeout, config=config,
+                        log=lambda line: print(line, flush=True), record=args.record and home, keep=kept)
+        for r in result.itertuples():
+            print(f"{r.status:9s}  {r.experiment}/{r.dataset}/{r.method}/split{r.split}" + (f"  {r.detail}" if r.detail else ""))
+        same = int((result["status"] == "identical").sum())
+        print(f"{same} of {len(result)} rerun jobs identical to the archive (timings excluded)")
+        ok = bool(result["status"].isin(["identical", "differs"]).all())
+        commit = job_commit(Path.cwd())
+        for experiment, group in result[result["status"].isin(["identical", "differs"])].groupby("experiment"):
+            reruns = {job_path(r.experiment, r.dataset, r.method, r.split): Path(kept) /
+                      job_path(r.experiment, r.dataset, r.method, r.split) for r in group.itertuples()}
+            outcome = tolerance.check(args.archive, experiment, reruns, config, project=Path.cwd())
+            for job, largest in outcome.jobs.items():
+                moved = {m: v for m, v in largest.items() if v}
+                print(f"  {job}: " + (", ".join(f"{m} {v:.3g}" for m, v in sorted(moved.items(), key=lambda t: -t[1])[:6])
+                                      if moved else "every value equal"))
+            for line in outcome.lines():
+                print(line)
+            ok &= tolerance.required_met(outcome.tier, required)
+            if args.record:
+                tolerance.record(args.archive, outcome, here, commit)
+    return 0 if ok else 1
 
 
 def register_experiments(subparsers) -> None:

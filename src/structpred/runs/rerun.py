@@ -31,7 +31,8 @@ from structpred.papers.registry import get
 from structpred.runs.archive import (_run_until, history_path, job_parts, job_path, lambda_fit_paths,
                                      place_upstream, upstream, verify_commands)
 from structpred.runs.numerics import fingerprints, machine_class, record_path
-from structpred.runs.staleness import job_status, job_table, read_record
+from structpred.report.archive_status import read_status
+from structpred.runs.staleness import STATUS_FILE, archive_class, job_status, job_table, read_record
 
 #: the files a job writes beside its rows (``split<k>.csv``) that the archive keeps
 SIDE_FILES = (history_path, lambda p: str(record_path(p)))
@@ -96,9 +97,13 @@ def drop_kept_fits(archive: Path, path: str) -> None:
         shutil.rmtree(folder)
 
 
-def fresh_jobs(archive, config: dict) -> set[str]:
-    """The archived jobs (result paths relative to the archive) whose numerics record is fresh here."""
-    table = job_table(archive, config=config)
+def fresh_jobs(archive, config: dict, made_on: str | None = None) -> set[str]:
+    """The archived jobs (result paths relative to the archive) whose numerics record is fresh here;
+    on a machine of another class than the archive's (``made_on``), those fresh as recorded there
+    (a rerun then redoes what is stale or unknown on the archive's class, not every job because the
+    CPU differs; a tolerance verification that failed marks its jobs stale: ``runs verify --record``)."""
+    foreign = made_on is not None and made_on != machine_class()
+    table = job_table(archive, config=config, machine=made_on if foreign else None, as_recorded=foreign)
     return {job_path(r.experiment, r.dataset, r.method, r.split) for r in table[table["status"] == "fresh"].itertuples()}
 
 
@@ -173,7 +178,8 @@ def rerun(project, archive, experiment: str, config: dict, *, cores: int = 2, ch
     (e.g. the first five, which the matrix borrows from ``m4n_table1``).
     Returns (jobs archived, jobs pending at the start)."""
     project, archive = Path(project).resolve(), Path(archive).resolve()
-    fresh = fresh_jobs(archive, config)   # once: a rerun archives only its own experiment's jobs
+    made_on = archive_class(read_status(project / STATUS_FILE))
+    fresh = fresh_jobs(archive, config, made_on)   # once: a rerun archives only its own experiment's jobs
     pending = select_jobs(pending_jobs(experiment, config, fresh), datasets, methods, splits)
     deadline = None if hours is None else time.monotonic() + 3600 * hours
     log(f"{experiment}: {len(pending)} jobs to rerun (not fresh here or not archived)")

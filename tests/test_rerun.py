@@ -1,6 +1,7 @@
 """``structpred runs rerun``: which jobs it reruns (not fresh, or not archived), what it clears from
 ``results/`` before Snakemake runs, and what it copies into the archive when a chunk ends."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -207,5 +208,8 @@ def test_on_another_machine_class_a_rerun_redoes_what_is_not_fresh_on_the_archiv
     write_job(tmp_path, "e", "d", "m", 1)
     write_job(tmp_path, "e", "d", "m", 2, record=rec({"a": "1"}, machine="archive-class", reproduced=False))
     assert rerun.fresh_jobs(tmp_path, {}, made_on="archive-class") == {"e/d/m/split0.csv"}
+    write_job(tmp_path, "e", "d", "m", 3, record=rec({"a": "1"}, machine="archive-class"))
+    (tmp_path / "e" / "reproduction.json").write_text(json.dumps({foreign: {"tier": "verdicts", "jobs": ["e/d/m/split3.csv"]}}))
+    assert rerun.fresh_jobs(tmp_path, {}, made_on="archive-class") == {"e/d/m/split0.csv"}   # its verification failed here
     monkeypatch.setattr(staleness, "fingerprints", lambda names: {n: "1" for n in names})
     assert rerun.fresh_jobs(tmp_path, {}, made_on=None) == set()      # no committed class: this machine's

@@ -354,7 +354,7 @@ def test_verify_cli_answers_in_tiers_and_records_the_experiments_tier(tmp_path, 
                  "--max-seconds", "15", "--record"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "requiring the" in out and ("qs_robust: bitwise: 1 rerun jobs" in out or "qs_robust: tolerance: 1" in out)
+    assert "requiring the" in out and ("qs_robust: bitwise: 1 rerun job," in out or "qs_robust: tolerance: 1" in out)
     entry = json.loads((tmp_path / "runs" / "qs_robust" / tolerance.RECORD).read_text())[machine_class()]
     assert entry["tier"] in ("bitwise", "tolerance") and len(entry["jobs"]) == 1 and entry["cells"] > 0
     with pytest.raises(SystemExit):      # argparse: one line naming the tiers

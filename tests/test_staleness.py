@@ -172,7 +172,7 @@ def test_status_cli_writes_the_table_and_refuses_a_malformed_record(tmp_path, ca
     out = tmp_path / "staleness.csv"
     assert main(["runs", "status", "--archive", str(tmp_path / "runs"), "--write", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "1 archived experiments: 0 fresh, 0 stale, 1 unknown" in text
+    assert "1 archived experiments: 0 fresh, 0 verified, 0 stale, 1 unknown" in text
     assert pd.read_csv(out)["status"].tolist() == ["unknown"]
     bad = write_job(tmp_path / "runs", "bad", "iris", "M3N", 0)
     staleness.record_path(bad).write_text("{not json")

@@ -61,6 +61,8 @@ def test_job_differences_name_each_metric_and_a_flipped_selection_with_its_margi
     assert flips == ["test_loss: lambda 0.25 -> 0.5 (rerun's val_loss margin 0.0005)",
                      "val_loss: lambda 0.25 -> 0.5 (rerun's val_loss margin 0.0005)"]
     assert tolerance.job_differences(a, a) == ({"val_loss": 0.0, "test_loss": 0.0}, [])
+    no_lambda = write("c.csv", [("test_error", float("nan"), True, 0.1)])      # e.g. a kernel regression's row
+    assert tolerance.job_differences(no_lambda, no_lambda) == ({"test_error": 0.0}, [])
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,7 @@ def test_an_identical_rerun_is_bitwise_and_a_last_digit_move_within_tolerance(tm
     cell = outcome.cells.set_index(["method", "metric"]).loc[("QS", "hellinger")]
     assert cell["diff"] == pytest.approx(1e-6, rel=1e-3)          # one split of 10
     assert outcome.jobs[JOB]["hellinger"] == pytest.approx(1e-5, rel=1e-3)
-    assert outcome.lines()[0].startswith("qs_usps: tolerance: 1 rerun jobs, 6 cells compared, largest move 1e-06")
+    assert outcome.lines()[0].startswith("qs_usps: tolerance: 1 rerun job, 6 cells compared, closest to its bound 1e-06")
 
 
 def test_a_moved_number_fails_the_tolerance_tier_and_a_larger_one_a_verdict(tmp_path, config):
@@ -151,6 +153,9 @@ def test_a_recorded_verification_makes_unrecorded_jobs_verified_and_is_summarise
     assert (row["status"], row["fresh"], row["unknown"], row["machine"]) == ("unknown", 1, 1, "archive-class")
     cells = pd.DataFrame([{"task": "t", "dataset": "d", "method": "m", "metric": "loss", "cell": "d/m/loss",
                            "archived": 0.2, "rerun": 0.2001, "diff": 1e-4, "bound": 5e-4, "within": True}])
+    recorded_only = tolerance.Outcome("e", "tolerance", cells, [], {"e/d/m/split0.csv": {"loss": 0.0}}, {})
+    tolerance.record(archive, recorded_only, FOREIGN, "abc")       # no unknown job among the sample
+    assert staleness.status_table(archive, machine=FOREIGN, config={}, made_on="archive-class").iloc[0]["status"] == "unknown"
     outcome = tolerance.Outcome("e", "tolerance", cells, [], {"e/d/m/split1.csv": {"loss": 1e-3}}, {})
     tolerance.record(archive, outcome, FOREIGN, "abc")
     entry = json.loads((archive / "e" / tolerance.RECORD).read_text())[FOREIGN]
@@ -158,7 +163,7 @@ def test_a_recorded_verification_makes_unrecorded_jobs_verified_and_is_summarise
     assert entry["largest_job_difference"] == {"loss": 1e-3} and entry["jobs"] == ["e/d/m/split1.csv"]
     row = staleness.status_table(archive, machine=FOREIGN, config={}, made_on="archive-class").iloc[0]
     assert row["status"] == "verified"
-    assert row["reproduced"] == f"within tolerance, same verdicts on {FOREIGN} (1 jobs rerun, largest cell move 0.0001)"
+    assert row["reproduced"] == f"within tolerance, same verdicts on {FOREIGN} (1 job rerun; the cell nearest its bound, d/m/loss, moved 0.0001 of 0.0005)"
     outcome.tier = "differs"
     tolerance.record(archive, outcome, FOREIGN, "abc")
     assert staleness.status_table(archive, machine=FOREIGN, config={}, made_on="archive-class").iloc[0]["status"] == "unknown"

@@ -26,7 +26,7 @@ def describe(row: dict) -> str:
         return (f"STALE: {row['stale']} of {row['jobs']} archived jobs are no longer what today's code "
                 f"computes{moved}{since}{why}; the table is the archive's until they are rerun")
     if row["status"] == "verified":
-        return (f"verified: {row['unknown']} of {row['jobs']} archived jobs carry no fingerprints ({row['detail']}), "
-                f"and a sample of its jobs rerun from raw data reproduced it ({row.get('reproduced') or 'see runs/'})")
+        return (f"verified: {row['unknown']} of {row['jobs']} archived jobs carry no fingerprints ({row['detail']}); "
+                "a sample of them, rerun from raw data, reproduced the table (`structpred runs verify`)")
     return (f"unknown: {row['unknown']} of {row['jobs']} archived jobs carry no fingerprints comparable "
             f"here ({row['detail']})")

@@ -32,6 +32,7 @@ from structpred.runs.archive import (_run_until, history_path, job_parts, job_pa
                                      place_upstream, upstream, verify_commands)
 from structpred.runs.numerics import fingerprints, machine_class, record_path
 from structpred.report.archive_status import read_status
+from structpred.runs import tolerance
 from structpred.runs.staleness import STATUS_FILE, archive_class, job_status, job_table, read_record
 
 #: the files a job writes beside its rows (``split<k>.csv``) that the archive keeps
@@ -102,9 +103,17 @@ def fresh_jobs(archive, config: dict, made_on: str | None = None) -> set[str]:
     on a machine of another class than the archive's (``made_on``), those fresh as recorded there
     (a rerun then redoes what is stale or unknown on the archive's class, not every job because the
     CPU differs; a tolerance verification that failed marks its jobs stale: ``runs verify --record``)."""
-    foreign = made_on is not None and made_on != machine_class()
+    here = machine_class()
+    foreign = made_on is not None and made_on != here
     table = job_table(archive, config=config, machine=made_on if foreign else None, as_recorded=foreign)
-    return {job_path(r.experiment, r.dataset, r.method, r.split) for r in table[table["status"] == "fresh"].itertuples()}
+    failed = set()
+    if foreign:   # the jobs of a verification on this class that did not reach the tolerance tier
+        for experiment in set(table["experiment"]):
+            entry = tolerance.read_record(archive, experiment).get(here)
+            if entry is not None and not tolerance.required_met(entry["tier"], "tolerance"):
+                failed |= set(entry["jobs"])
+    return {job_path(r.experiment, r.dataset, r.method, r.split)
+            for r in table[table["status"] == "fresh"].itertuples()} - failed
 
 
 def pending_jobs(experiment: str, config: dict, fresh: set[str]) -> list[str]:

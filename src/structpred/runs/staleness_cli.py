@@ -69,8 +69,8 @@ def _status(args) -> int:
               f"judged as recorded on {made_on}; `structpred runs verify` checks the tolerance tier here")
     print(f"machine class: {table['machine'].iloc[0] if len(table) else '-'}")
     counts = table["status"].value_counts()
-    print(f"{len(table)} archived experiments: {counts.get('fresh', 0)} fresh, {counts.get('stale', 0)} stale, "
-          f"{counts.get('unknown', 0)} unknown")
+    print(f"{len(table)} archived experiments: {counts.get('fresh', 0)} fresh, {counts.get('verified', 0)} verified, "
+          f"{counts.get('stale', 0)} stale, {counts.get('unknown', 0)} unknown")
     if args.jobs:
         foreign = made_on is not None and made_on != here
         jobs = staleness.job_table(args.archive, machine=made_on if foreign else None, as_recorded=foreign)

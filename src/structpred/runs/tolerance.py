@@ -78,6 +78,7 @@ def cell_bound(metric: str, mean: float, std: float, n: int, rules: dict, ledger
     if rule.get("ignore"):
         return None
     se = std / math.sqrt(n) if n > 1 and np.isfinite(std) else 0.0
+    mean = mean if np.isfinite(mean) else 0.0   # an empty cell: its rerun must be empty too (diff 0)
     own = max(rule.get("abs", 0.0), rule.get("se_fraction", 0.0) * se, rule.get("rel", 0.0) * abs(mean))
     return min(own, max(ledger_tol.get("abs", 0.0), ledger_tol.get("rel", 0.0) * abs(mean)))
 
@@ -97,8 +98,9 @@ def job_differences(archived, rerun) -> tuple[dict[str, float], list[str]]:
     largest = {str(m): float(v) for m, v in diff.groupby(both["metric"].astype(str)).max().items()}
     flips = []
     keys = [c for c in ids if c != "lam"]
+    # lambdas as text: a method without one (NaN) chose nothing, and NaN never equals NaN
     chosen = {name: f[f["selected"].astype(str).str.lower() == "true"].groupby(keys, dropna=False)["lam"].agg(
-        lambda s: tuple(sorted(set(s)))) for name, f in (("a", a), ("b", b))}
+        lambda s: tuple(sorted(set(s.astype(str))))) for name, f in (("a", a), ("b", b))}
     val = next((m for m in dict.fromkeys(b["metric"].astype(str)) if m.startswith(("val", "cv"))), None)
     for key, lams in chosen["a"].items():
         new = chosen["b"].get(key)
@@ -107,11 +109,20 @@ def job_differences(archived, rerun) -> tuple[dict[str, float], list[str]]:
         metric = dict(zip(keys, key if isinstance(key, tuple) else (key,)))["metric"]
         line = f"{metric}: lambda {'/'.join(map(str, lams))} -> {'/'.join(map(str, new))}"
         if val is not None and len(lams) == len(new) == 1:
-            at = b[b["metric"].astype(str) == val].groupby("lam")["value"].first()
+            at = b[b["metric"].astype(str) == val].groupby(b["lam"].astype(str))["value"].first()
             if lams[0] in at.index and new[0] in at.index:
                 line += f" (rerun's {val} margin {abs(at[lams[0]] - at[new[0]]):.3g})"
         flips.append(line)
     return largest, sorted(set(flips))
+
+
+def worst_cell(cells: pd.DataFrame) -> pd.Series:
+    """The cell nearest to (or farthest past) its bound: the largest move over bound (the largest
+    move where every bound is zero)."""
+    ratio = np.where(cells["diff"] == 0, 0.0, cells["diff"] / cells["bound"].where(cells["bound"] > 0, np.nan))
+    ratio = np.nan_to_num(ratio, nan=np.inf)
+    order = np.lexsort((-cells["diff"].to_numpy(), -ratio))
+    return cells.iloc[order[0]]
 
 
 @dataclass
@@ -126,20 +137,25 @@ class Outcome:
     verdicts: list[str] = field(default_factory=list)
     jobs: dict[str, dict[str, float]] = field(default_factory=dict)
     flips: dict[str, list[str]] = field(default_factory=dict)
+    #: how many ledger claims rest on the experiment's table (as its own or a protocol table)
+    claims: int = 0
 
     def lines(self) -> list[str]:
         """What a person reads: the tier, the largest cell move against its bound, what failed."""
         out = []
-        if len(self.cells):
-            top = self.cells.sort_values("diff", ascending=False).iloc[0]
-            out.append(f"{self.experiment}: {self.tier}: {len(self.jobs)} rerun jobs, {len(self.cells)} cells compared, "
-                       f"largest move {top['diff']:.3g} ({top['cell']}, bound "
-                       f"{top['bound']:.3g})")
+        head = f"{self.experiment}: {self.tier}: {len(self.jobs)} rerun job{'s' * (len(self.jobs) != 1)}"
+        if len(self.cells) and self.cells["diff"].max() > 0:
+            top = worst_cell(self.cells)
+            out.append(f"{head}, {len(self.cells)} cells compared, closest to its bound {top['diff']:.3g} "
+                       f"({top['cell']}, bound {top['bound']:.3g})")
         else:
-            out.append(f"{self.experiment}: {self.tier}: {len(self.jobs)} rerun jobs")
+            out.append(f"{head}, {len(self.cells)} cells compared, every one equal")
         for r in self.cells[~self.cells["within"]].itertuples():
             out.append(f"  cell out of tolerance: {r.cell}: archived {r.archived:.6g}, "
                        f"rerun {r.rerun:.6g} (|diff| {r.diff:.3g} > bound {r.bound:.3g})")
+        if self.claims:
+            out.append(f"  {self.claims} ledger claims rest on this table: "
+                       + (f"{len(self.verdicts)} verdicts changed" if self.verdicts else "every verdict unchanged"))
         out += [f"  verdict changed: {v}" for v in self.verdicts]
         out += [f"  selection flipped in {job}: {f}" for job, fs in self.flips.items() for f in fs]
         return out
@@ -192,11 +208,13 @@ def check(archive, experiment: str, reruns: dict[str, Path], config: dict, *, pr
     before = _group_tables(experiment, archived, config, references)
     after = _group_tables(experiment, replaced, config, references)
     key = [k for k in spec.key if k in before[""].columns]
-    a = before[""].astype({"mean": float, "std": float, spec.count: float})
-    b = after[""].astype({"mean": float})
+    number = {c: (lambda f, c=c: pd.to_numeric(f[c], errors="coerce")) for c in ("mean", "std", spec.count)}
+    a = before[""].assign(**number)
+    b = after[""].assign(mean=number["mean"])
     cells = a.merge(b[key + ["mean"]], on=key, how="outer", suffixes=("", "_rerun"))
-    cells["bound"] = [cell_bound(m, x, s, int(n) if n == n else 0, rules, ledger_tol)
-                      for m, x, s, n in zip(cells["metric"], cells["mean"], cells["std"], cells[spec.count])]
+    metrics = cells["metric"] if "metric" in cells else pd.Series("", index=cells.index)
+    cells["bound"] = [cell_bound(m, x, s if s == s else 0.0, int(n) if n == n else 0, rules, ledger_tol)
+                      for m, x, s, n in zip(metrics, cells["mean"], cells["std"], cells[spec.count])]
     cells = cells[cells["bound"].notna()].copy()
     cells["archived"], cells["rerun"] = cells["mean"], cells["mean_rerun"]
     cells["diff"] = (cells["archived"] - cells["rerun"]).abs()
@@ -206,7 +224,7 @@ def check(archive, experiment: str, reruns: dict[str, Path], config: dict, *, pr
     cells["within"] = cells["diff"] <= cells["bound"]
     cells["cell"] = ["/".join(str(v) for v in row) for row in cells[[k for k in key if k != "task"]].itertuples(index=False)]
     cells = cells[key + ["cell", "archived", "rerun", "diff", "bound", "within"]].reset_index(drop=True)
-    changed = []
+    changed, claims = [], 0
     if not identical:
         groups = set(before[""][GROUP].itertuples(index=False, name=None)) if set(GROUP) <= set(before[""]) else set()
         with tempfile.TemporaryDirectory(prefix="structpred-verdicts-") as tmp:
@@ -216,9 +234,10 @@ def check(archive, experiment: str, reruns: dict[str, Path], config: dict, *, pr
                                   Path(tmp) / "rerun")
         joined = old[["id", "verdict"]].merge(new[["id", "verdict"]], on="id", suffixes=("", "_rerun"))
         changed = [f"{r.id}: {r.verdict} -> {r.verdict_rerun}" for r in joined.itertuples() if r.verdict != r.verdict_rerun]
+        claims = int(((old["table"] == experiment) | old["protocols"].fillna("").str.contains(experiment, regex=False)).sum())
     tier = ("bitwise" if identical else "tolerance" if cells["within"].all() and not changed
             else "verdicts" if not changed else "differs")
-    return Outcome(experiment, tier, cells, changed, jobs, flips)
+    return Outcome(experiment, tier, cells, changed, jobs, flips, claims)
 
 
 def required_met(tier: str, required: str) -> bool:
@@ -242,20 +261,22 @@ def read_record(archive, experiment: str) -> dict[str, dict]:
 
 def record(archive, outcome: Outcome, machine: str, commit: str) -> None:
     """Write ``outcome`` as ``machine``'s entry of the experiment's reproduction record (replacing
-    that class's earlier one), atomically: the tier, the commit, the jobs, the largest cell move
-    and its bound, what failed."""
+    that class's earlier one), atomically: the tier, the commit, the jobs, the largest cell move,
+    the cell nearest its bound, what failed."""
     data = read_record(archive, outcome.experiment)
     cells = outcome.cells
-    worst = cells.sort_values("diff", ascending=False).iloc[0] if len(cells) else None
+    worst = worst_cell(cells) if len(cells) else None
     data[machine] = {
         "tier": outcome.tier, "commit": commit, "jobs": sorted(outcome.jobs),
         "cells": int(len(cells)), "cells_out": int((~cells["within"]).sum()) if len(cells) else 0,
-        "largest_cell_move": None if worst is None else float(worst["diff"]),
-        "largest_cell": None if worst is None else worst["cell"],
-        "largest_cell_bound": None if worst is None else float(worst["bound"]),
+        "largest_cell_move": float(cells["diff"].max()) if len(cells) else None,
+        "largest_cell": cells.loc[cells["diff"].idxmax(), "cell"] if len(cells) else None,
+        "closest_cell": None if worst is None else worst["cell"],
+        "closest_cell_move": None if worst is None else float(worst["diff"]),
+        "closest_cell_bound": None if worst is None else float(worst["bound"]),
         "largest_job_difference": {m: max(d.get(m, 0.0) for d in outcome.jobs.values())
                                    for m in sorted({m for d in outcome.jobs.values() for m in d})},
-        "verdicts_changed": outcome.verdicts, "selection_flips": outcome.flips}
+        "claims": outcome.claims, "verdicts_changed": outcome.verdicts, "selection_flips": outcome.flips}
     path = Path(archive) / outcome.experiment / RECORD
     with atomic_open(path, "w") as fh:
         fh.write(json.dumps(data, indent=1, sort_keys=True, default=float) + "\n")
@@ -268,7 +289,8 @@ def summary(archive, experiment: str) -> str:
     for machine, entry in sorted(read_record(archive, experiment).items()):
         what = {"bitwise": "bitwise", "tolerance": "within tolerance, same verdicts",
                 "verdicts": "same verdicts (cells out of tolerance)", "differs": "NOT reproduced"}[entry["tier"]]
-        move = entry.get("largest_cell_move")
-        moved = f", largest cell move {move:.2g}" if move else ""
-        parts.append(f"{what} on {machine} ({len(entry['jobs'])} jobs rerun{moved})")
+        move, bound = entry.get("closest_cell_move"), entry.get("closest_cell_bound")
+        moved = f"; the cell nearest its bound, {entry['closest_cell']}, moved {move:.2g} of {bound:.2g}" if move else ""
+        n = len(entry["jobs"])
+        parts.append(f"{what} on {machine} ({n} job{'s' * (n != 1)} rerun{moved})")
     return "; ".join(parts)

@@ -163,7 +163,9 @@ def test_a_recorded_verification_makes_unrecorded_jobs_verified_and_is_summarise
     assert entry["largest_job_difference"] == {"loss": 1e-3} and entry["jobs"] == ["e/d/m/split1.csv"]
     row = staleness.status_table(archive, machine=FOREIGN, config={}, made_on="archive-class").iloc[0]
     assert row["status"] == "verified"
-    assert row["reproduced"] == f"within tolerance, same verdicts on {FOREIGN} (1 job rerun; the cell nearest its bound, d/m/loss, moved 0.0001 of 0.0005)"
+    assert row["reproduced"] == ("bitwise on archive-class (1 of 2 jobs, by their fingerprints); within tolerance, "
+                                 f"same verdicts on {FOREIGN} (1 job rerun; the cell nearest its bound, d/m/loss, "
+                                 "moved 0.0001 of 0.0005)")
     outcome.tier = "differs"
     tolerance.record(archive, outcome, FOREIGN, "abc")
     assert staleness.status_table(archive, machine=FOREIGN, config={}, made_on="archive-class").iloc[0]["status"] == "unknown"

@@ -248,7 +248,9 @@ def status_table(archive, current: dict[str, str] | None = None, machine: str | 
                     "unknown": int(counts.get("unknown", 0)), "moved_paths": " ".join(moved),
                     "since": " ".join(since),
                     "detail": "; ".join(f"{n} jobs: {d}" for d, n in details.items() if d),
-                    "machine": here, "reproduced": tolerance.summary(archive, experiment)})
+                    "machine": here, "reproduced": "; ".join(filter(None, [
+                        f"bitwise on {here} ({int(counts.get('fresh', 0))} of {len(group)} jobs, by their fingerprints)"
+                        if counts.get("fresh") else "", tolerance.summary(archive, experiment)]))})
     return pd.DataFrame(out, columns=COLUMNS)
 
 

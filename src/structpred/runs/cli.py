@@ -21,7 +21,7 @@ from structpred.runs import staleness_cli
 from structpred.report.archive_costs import job_costs
 from structpred.report.archive_status import read_status
 from structpred.runs import tolerance
-from structpred.runs.archive import (TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, job_commit, job_path, load_config,
+from structpred.runs.archive import (TIMEOUT_FACTOR, TIMEOUT_SLACK, cost_table, job_commit, load_config,
                                      sample_jobs, verify)
 from structpred.runs.numerics import machine_class
 from structpred.runs.staleness import archive_class
@@ -169,10 +169,7 @@ def _verify(args) -> int:
         print(f"{same} of {len(result)} rerun jobs identical to the archive (timings excluded)")
         ok = bool(result["status"].isin(["identical", "differs"]).all())
         commit = job_commit(Path.cwd())
-        for experiment, group in result[result["status"].isin(["identical", "differs"])].groupby("experiment"):
-            reruns = {job_path(r.experiment, r.dataset, r.method, r.split): Path(kept) /
-                      job_path(r.experiment, r.dataset, r.method, r.split) for r in group.itertuples()}
-            outcome = tolerance.check(args.archive, experiment, reruns, config, project=Path.cwd())
+        for outcome in tolerance.check_reruns(args.archive, result, kept, config, Path.cwd()):
             for job, largest in outcome.jobs.items():
                 moved = {m: v for m, v in largest.items() if v}
                 print(f"  {job}: " + (", ".join(f"{m} {v:.3g}" for m, v in sorted(moved.items(), key=lambda t: -t[1])[:6])

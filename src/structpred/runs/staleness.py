@@ -371,20 +371,16 @@ def _guard_foreign(archive, project, made_on: str, here: str, budget_seconds: fl
     failures = []
     with tempfile.TemporaryDirectory(prefix="structpred-guard-") as kept:
         result = verify(archive, sample, project, config=config, keep=kept)
-        by_experiment: dict[str, dict[str, Path]] = {}
         for r in result.itertuples():
-            job = f"{r.experiment}/{r.dataset}/{r.method}/split{r.split}.csv"
-            log(f"guard: {r.status:9s} {job.removesuffix('.csv')}")
-            if r.status in ("identical", "differs"):
-                by_experiment.setdefault(r.experiment, {})[job] = Path(kept) / job
-            else:
-                failures.append(f"{job.removesuffix('.csv')}: rerun {r.status}: {r.detail}")
-        for experiment, reruns_of in sorted(by_experiment.items()):
-            outcome = tolerance.check(archive, experiment, reruns_of, config, project=project)
+            job = f"{r.experiment}/{r.dataset}/{r.method}/split{r.split}"
+            log(f"guard: {r.status:9s} {job}")
+            if r.status not in ("identical", "differs"):
+                failures.append(f"{job}: rerun {r.status}: {r.detail}")
+        for outcome in tolerance.check_reruns(archive, result, kept, config, project):
             for line in outcome.lines():
                 log(f"guard: {line}")
-            if outcome.tier not in ("bitwise", "tolerance"):
-                failures.append(f"{experiment}: reruns reached the {outcome.tier} tier, not tolerance "
+            if not tolerance.required_met(outcome.tier, "tolerance"):
+                failures.append(f"{outcome.experiment}: reruns reached the {outcome.tier} tier, not tolerance "
                                 f"({sum(~outcome.cells['within'])} cells out of tolerance, "
                                 f"{len(outcome.verdicts)} verdicts changed)")
     return failures

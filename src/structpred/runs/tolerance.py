@@ -43,7 +43,7 @@ from structpred.io import atomic_open
 from structpred.papers.registry import get
 from structpred.report.aggregate import GROUP, _as_text, _splice, _table_and_tests, selections
 from structpred.report.claims import ledger, load_claims
-from structpred.runs.archive import result_text
+from structpred.runs.archive import job_path, result_text
 from structpred.tables.results import read_results, write_csv
 
 RULES_FILE = Path("config/reproducibility.yaml")
@@ -238,6 +238,17 @@ def check(archive, experiment: str, reruns: dict[str, Path], config: dict, *, pr
     tier = ("bitwise" if identical else "tolerance" if cells["within"].all() and not changed
             else "verdicts" if not changed else "differs")
     return Outcome(experiment, tier, cells, changed, jobs, flips, claims)
+
+
+def check_reruns(archive, result: pd.DataFrame, kept, config: dict, project=".") -> list[Outcome]:
+    """:func:`check` for each experiment of ``result`` (:func:`structpred.runs.archive.verify`'s
+    table, run with ``keep=kept``), over its jobs that finished (identical or differing)."""
+    done = result[result["status"].isin(["identical", "differs"])]
+    out = []
+    for experiment, group in done.groupby("experiment", sort=True):
+        paths = [job_path(r.experiment, r.dataset, r.method, r.split) for r in group.itertuples()]
+        out.append(check(archive, experiment, {p: Path(kept) / p for p in paths}, config, project=project))
+    return out
 
 
 def required_met(tier: str, required: str) -> bool:
